@@ -1,0 +1,84 @@
+"""Dice: every roll comes from an explicit source, so games are reproducible and tests can script them.
+
+A dice source gives ``roll(batch) -> int8[B, 2]`` (larger die first) and
+``opening(batch) -> (dice int8[B, 2], first_seat int8[B])``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import torch
+
+
+class DiceSource(Protocol):
+    def roll(self, batch: int) -> torch.Tensor: ...
+
+    def opening(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
+def _larger_first(dice: torch.Tensor) -> torch.Tensor:
+    return torch.stack([dice.max(1).values, dice.min(1).values], 1)
+
+
+class RandomDice:
+    """Fair dice from a seeded ``torch.Generator`` on ``device`` (the generator lives there too,
+    so no dice cross between host and GPU)."""
+
+    def __init__(self, seed: int, device: torch.device | str = "cpu") -> None:
+        self.device = torch.device(device)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+
+    def _dice(self, shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.randint(1, 7, shape, generator=self.generator, device=self.device, dtype=torch.int8)
+
+    def roll(self, batch: int) -> torch.Tensor:
+        return _larger_first(self._dice((batch, 2)))
+
+    def opening(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        # The opening roll: each side rolls one die, ties are rolled again, and the side with the
+        # higher die plays both numbers as its first move.
+        seats = self._dice((batch, 2))
+        tied = seats[:, 0] == seats[:, 1]
+        while bool(tied.any()):
+            seats[tied] = self._dice((int(tied.sum()), 2))
+            tied = seats[:, 0] == seats[:, 1]
+        first_seat = (seats[:, 1] > seats[:, 0]).to(torch.int8)
+        return _larger_first(seats), first_seat
+
+    def get_state(self) -> torch.Tensor:
+        return self.generator.get_state()
+
+    def set_state(self, state: torch.Tensor) -> None:
+        self.generator.set_state(state)
+
+
+class ScriptedDice:
+    """Dice given in advance, for tests: each entry is a pair (the same roll for every game) or an
+    ``int[B, 2]`` tensor. ``opening`` consumes one entry read as (seat 0's die, seat 1's die)."""
+
+    def __init__(self, rolls: Sequence, device: torch.device | str = "cpu") -> None:
+        self.rolls = list(rolls)
+        self.device = torch.device(device)
+        self.used = 0
+
+    def _next(self, batch: int) -> torch.Tensor:
+        if self.used >= len(self.rolls):
+            raise IndexError(f"scripted dice ran out after {self.used} rolls")
+        entry = torch.as_tensor(self.rolls[self.used], dtype=torch.int8, device=self.device)
+        self.used += 1
+        if entry.dim() == 1:
+            entry = entry.expand(batch, 2)
+        if entry.shape != (batch, 2) or bool(((entry < 1) | (entry > 6)).any()):
+            raise ValueError(f"scripted roll {self.used} is not {batch} pairs of dice 1..6: {entry.tolist()}")
+        return entry.clone()
+
+    def roll(self, batch: int) -> torch.Tensor:
+        return _larger_first(self._next(batch))
+
+    def opening(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        seats = self._next(batch)
+        if bool((seats[:, 0] == seats[:, 1]).any()):
+            raise ValueError("a scripted opening roll cannot be a tie: ties are rolled again")
+        return _larger_first(seats), (seats[:, 1] > seats[:, 0]).to(torch.int8)
