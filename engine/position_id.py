@@ -1,0 +1,170 @@
+"""GNU Backgammon position ID: 14 characters for the checkers of both sides.
+
+Format (GNU Backgammon manual, "A technical description of the Position ID"; gnubg ``positionid.c``):
+
+* The *key* is a string of bits. For each side in turn, for each of its 25 places (its own points 1..24,
+  numbered from that side, then its bar): as many 1-bits as it has checkers there, then one 0-bit. Two sides
+  give 50 0-bits plus one 1-bit per checker: at most 15 + 15 + 50 = 80 bits, padded with 0-bits to 80.
+* The bits are packed little-endian into 10 bytes: bit ``i`` of the string is bit ``i % 8`` of byte ``i // 8``.
+* The ID is the standard Base64 (RFC 4648) of the 10 bytes without the ``==`` padding: 14 characters, the last
+  carrying 2 key bits and 4 zero bits.
+
+Which side comes first: the manual's prose says "the player on roll" first, but gnubg writes ``anBoard[0]``
+first and ``anBoard[1]`` is the side on roll; a board gnubg draws with "On roll" beside X lists O's checkers in
+the first half, and wildbg (``crates/engine/src/position/conversion.rs``: "Encoding the position for the
+player not on roll" first) agrees. So the key holds the **opponent of the player on roll first**, then the
+player on roll. The start position is symmetric, so ``4HPwATDgc/ABMA`` cannot tell the two orders apart; the
+tests pin asymmetric IDs.
+
+A position ID holds no checkers in hand (variants whose checkers start off the board): those boards cannot be
+encoded. Borne-off checkers are implicit: whatever a side lacks of ``checkers_per_side``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+
+import torch
+
+from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND
+from engine.rules import STANDARD, Rules
+
+BASE64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+POSITION_ID_LENGTH = 14
+POSITION_KEY_BYTES = 10
+POSITION_KEY_BITS = 80
+PLACES_PER_SIDE = 25  # points 1..24 and the bar
+MAX_CHECKERS_PER_SIDE = 15  # the most the 80-bit key is specified for
+
+
+def board_to_list(board: Sequence[int] | torch.Tensor) -> list[int]:
+    """One position as 28 Python ints (layout in ``engine.board``), from a sequence or a tensor ``int[28]``."""
+    if isinstance(board, torch.Tensor):
+        if board.shape != (BOARD_WIDTH,):
+            raise ValueError(f"a board is a tensor of shape ({BOARD_WIDTH},), not {tuple(board.shape)}")
+        return [int(value) for value in board.tolist()]
+    values = [int(value) for value in board]
+    if len(values) != BOARD_WIDTH:
+        raise ValueError(f"a board has {BOARD_WIDTH} entries, not {len(values)}")
+    return values
+
+
+def check_board_signs(values: list[int], what: str) -> None:
+    """The sign conventions of the row: opponent's bar and in-hand <= 0, mover's >= 0."""
+    if values[OPPONENT_BAR] > 0 or values[OPPONENT_IN_HAND] > 0:
+        raise ValueError(f"{what}: the opponent's bar and in-hand counts must be <= 0")
+    if values[MOVER_BAR] < 0 or values[MOVER_IN_HAND] < 0:
+        raise ValueError(f"{what}: the mover's bar and in-hand counts must be >= 0")
+
+
+def check_base64(text: str, length: int, what: str) -> list[int]:
+    """The 6-bit values of ``text``, which must be ``length`` characters of the Base64 alphabet."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} {text!r}: must be a string")
+    if len(text) != length:
+        raise ValueError(f"{what} {text!r}: must be {length} characters, not {len(text)}")
+    for index, character in enumerate(text):
+        if character not in BASE64_ALPHABET:
+            raise ValueError(f"{what} {text!r}: character {character!r} at {index} is not Base64")
+    return [BASE64_ALPHABET.index(character) for character in text]
+
+
+def key_to_base64(key: bytes, length: int) -> str:
+    """Standard Base64 of ``key``, cut to ``length`` characters (gnubg drops the ``=`` padding)."""
+    return base64.b64encode(key).decode("ascii")[:length]
+
+
+def base64_to_key(text: str, key_bytes: int) -> int:
+    """The key bytes behind a checked Base64 string, as one little-endian integer (bit i = key bit i)."""
+    padded = text + "=" * (-len(text) % 4)
+    key = base64.b64decode(padded)[:key_bytes]
+    return int.from_bytes(key, "little")
+
+
+def _runs_from_board(values: list[int]) -> list[int]:
+    """The 50 checker counts in key order: the opponent's 25 places, then the mover's."""
+    # The opponent's own point q is the mover's point 25 - q; its bar is index 0 (as a count <= 0).
+    opponent = [max(0, -values[25 - q]) for q in range(1, 25)] + [-values[OPPONENT_BAR]]
+    mover = [max(0, values[p]) for p in range(1, 25)] + [values[MOVER_BAR]]
+    return opponent + mover
+
+
+def encode_position_id(board: Sequence[int] | torch.Tensor) -> str:
+    """The position ID of a board seen from the player on roll.
+
+    ``board``: 28 ints or ``int[28]`` (layout in ``engine.board``). Raises ``ValueError`` for checkers in hand,
+    more than 15 checkers a side, or a sign out of place.
+    """
+    values = board_to_list(board)
+    check_board_signs(values, "position ID")
+    if values[MOVER_IN_HAND] or values[OPPONENT_IN_HAND]:
+        raise ValueError(
+            f"position ID: checkers in hand (mover {values[MOVER_IN_HAND]}, opponent "
+            f"{-values[OPPONENT_IN_HAND]}) cannot be written in a position ID"
+        )
+    runs = _runs_from_board(values)
+    for side, counts in (("player on roll", runs[PLACES_PER_SIDE:]), ("opponent", runs[:PLACES_PER_SIDE])):
+        if sum(counts) > MAX_CHECKERS_PER_SIDE:
+            raise ValueError(
+                f"position ID: {sum(counts)} checkers for the {side} (at most {MAX_CHECKERS_PER_SIDE})"
+            )
+    key = 0
+    bit = 0
+    for count in runs:
+        key |= ((1 << count) - 1) << bit  # `count` 1-bits; `+ 1` leaves the closing 0-bit
+        bit += count + 1
+    return key_to_base64(key.to_bytes(POSITION_KEY_BYTES, "little"), POSITION_ID_LENGTH)
+
+
+def decode_position_id(text: str, rules: Rules = STANDARD) -> torch.Tensor:
+    """The board ``int8[28]`` (from the player on roll) that a position ID describes.
+
+    Raises ``ValueError`` naming the problem: wrong length, a character outside Base64, a side with more than
+    ``rules.checkers_per_side`` checkers, a point held by both sides, or bits set past the last checker.
+    """
+    sextets = check_base64(text, POSITION_ID_LENGTH, "position ID")
+    # 14 characters carry 84 bits; the last character's low 4 bits lie past the 80-bit key.
+    if sextets[-1] & 0b1111:
+        raise ValueError(f"position ID {text!r}: trailing bits past the 80-bit key are not zero")
+    key = base64_to_key(text, POSITION_KEY_BYTES)
+
+    runs: list[int] = []
+    bit = 0
+    while len(runs) < 2 * PLACES_PER_SIDE:
+        count = 0
+        while bit < POSITION_KEY_BITS and (key >> bit) & 1:
+            count += 1
+            bit += 1
+        if bit >= POSITION_KEY_BITS:
+            raise ValueError(
+                f"position ID {text!r}: the key ends after {len(runs)} of the {2 * PLACES_PER_SIDE} places "
+                f"(too many checkers)"
+            )
+        bit += 1  # the 0-bit closing this place
+        runs.append(count)
+    if key >> bit:
+        raise ValueError(f"position ID {text!r}: trailing bits after the last place are not zero")
+
+    opponent, mover = runs[:PLACES_PER_SIDE], runs[PLACES_PER_SIDE:]
+    limit = rules.checkers_per_side
+    for side, counts in (("player on roll", mover), ("opponent", opponent)):
+        if sum(counts) > limit:
+            raise ValueError(
+                f"position ID {text!r}: {sum(counts)} checkers for the {side} "
+                f"(at most {limit} in {rules.name})"
+            )
+    for point in range(1, 25):
+        # The mover's point p is the opponent's point 25 - p.
+        if mover[point - 1] and opponent[25 - point - 1]:
+            raise ValueError(
+                f"position ID {text!r}: point {point} of the player on roll (the opponent's point "
+                f"{25 - point}) holds checkers of both sides"
+            )
+
+    board = torch.zeros(BOARD_WIDTH, dtype=torch.int8)
+    for point in range(1, 25):
+        board[point] = mover[point - 1] - opponent[25 - point - 1]
+    board[MOVER_BAR] = mover[24]
+    board[OPPONENT_BAR] = -opponent[24]
+    return board
