@@ -40,12 +40,16 @@ MAX_POSITIONS = 1 << 24
 _PARENT_BITS = 24  # bits 0..23: the input position
 _FIRST_DIE_SHIFT = 24  # bits 24..26: the die this line plays first
 _SECOND_DIE_SHIFT = 27  # bits 27..29: the other die (the same for doubles)
-_RANK_SHIFT = 30  # bits 30..34: rank of the previous move's source (ordering of doubles)
+_RANK_SHIFT = 30  # bits 30..34: doubles: rank of the previous move's source; others: see _ANY_SOURCE
 _OCCUPIED_SHIFT = 35  # bits 35..61: bit s set when the mover has a checker on s (1..26)
 _PARENT_MASK = (1 << _PARENT_BITS) - 1
 _BAR_BIT = 1 << MOVER_BAR
 _HAND_BIT = 1 << MOVER_IN_HAND
 _POINTS_AND_BAR = ((1 << 26) - 1) & ~1  # bits 1..25
+_ALL_SOURCES = ((1 << 27) - 1) & ~1  # bits 1..26
+# For a non-double the rank field holds the first move's target (0 when borne off), or _ANY_SOURCE
+# when the first move entered from the bar or the hand.
+_ANY_SOURCE = 31
 
 
 @dataclass(frozen=True)
@@ -158,10 +162,18 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
         moves & _BAR_BIT,
         torch.where((occupied & _HAND_BIT) != 0, moves & _HAND_BIT, moves),
     )
-    # Doubles: no source above the previous one (the bar and the hand rank together, as 25).
     rank = _field(lines, _RANK_SHIFT, 5)
+    # Doubles: no source above the previous one (the bar and the hand rank together, as 25).
     below = (2 << rank) - 1 | torch.where(rank >= MOVER_BAR, _HAND_BIT, 0)
-    moves = torch.where(ordered, moves & below, moves)
+    # A non-double's second move in the low-die-first order is only needed where the high-die-
+    # first order cannot reach the same position: when it continues the checker just moved (the
+    # high die's landing point may be closed), when the first move entered from the bar or the
+    # hand (the other checker may not move before it), or when it bears off (the first move may
+    # have brought the last checker home, or moved the highest checker). Any other pair of moves
+    # by two checkers can be played high die first, to the same result.
+    needed = torch.where(rank == _ANY_SOURCE, _ALL_SOURCES, 1 << rank) | torch.where(all_home, 127, 0)
+    low_first_second = ~ordered & (_field(lines, _FIRST_DIE_SHIFT, 3) < die)
+    moves = torch.where(ordered, moves & below, torch.where(low_first_second, moves & needed, moves))
 
     row, column = ((moves.unsqueeze(1) & source_bit) != 0).nonzero(as_tuple=True)
     moved = row.numel()
@@ -187,7 +199,10 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     occupied &= ~torch.where(left == 0, 1 << src, 0)
     occupied |= torch.where(target >= 1, 1 << target.clamp(min=0), 0)
     keep = children[:, BOARD_WORDS] & ((1 << _RANK_SHIFT) - 1)  # parent and dice
-    children[:, BOARD_WORDS] = keep | (src.clamp(max=MOVER_BAR) << _RANK_SHIFT) | (occupied << _OCCUPIED_SHIFT)
+    rank = torch.where(
+        ordered[row], src.clamp(max=MOVER_BAR), torch.where(src >= MOVER_BAR, _ANY_SOURCE, target.clamp(min=0))
+    )
+    children[:, BOARD_WORDS] = keep | (rank << _RANK_SHIFT) | (occupied << _OCCUPIED_SHIFT)
     return children
 
 
