@@ -1,0 +1,364 @@
+"""Run configuration: frozen, typed dataclasses loaded from TOML, one documented field per knob.
+
+A config file has the sections ``[run]``, ``[model]``, ``[selfplay]``, ``[train]``, ``[evaluation]`` and
+``[checkpoint]``; every key is optional (the defaults below apply) and an unknown section or key, or a
+value of the wrong type, is a ValueError naming it. Command-line overrides name a field by
+``section.field``: ``--train.learning_rate 0.05`` or ``train.learning_rate=0.05``; their values are
+read as TOML values (``[80, 40]``, ``true``, ``1e-3``), or as plain text for text fields.
+
+The resolved config is stored with every run and checkpoint (``config_to_dict``, ``to_toml_text``);
+``config_from_dict`` reads it back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bgtrain.encoding import ENCODERS
+
+import tomllib
+
+
+def _choice(section: str, name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"[{section}] {name} = {value!r}: must be one of {', '.join(map(repr, choices))}")
+
+
+def _positive(section: str, name: str, value: float, allow_zero: bool = False) -> None:
+    if value < 0 or (value == 0 and not allow_zero) or (isinstance(value, float) and math.isnan(value)):
+        raise ValueError(f"[{section}] {name} = {value!r}: must be {'>= 0' if allow_zero else '> 0'}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    name: str = "default"
+    """Run name; the run directory is ``out_dir/name``."""
+    seed: int = 0
+    """Seeds every generator of the run (dice, exploration, initial weights)."""
+    device: str = "cpu"
+    """Torch device for self-play and training: "cpu", "cuda" or "cuda:N"."""
+    out_dir: str = "runs"
+    """Parent directory of run directories (config, TensorBoard events, checkpoints)."""
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ValueError(f"[run] name = {self.name!r}: must be a non-empty name without '/'")
+        if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
+            raise ValueError(f"[run] device = {self.device!r}: must be 'cpu', 'cuda' or 'cuda:N'")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    encoder: str = "tesauro198"
+    """Input encoder by registry name (``bgtrain.encoding.ENCODERS``)."""
+    hidden: tuple[int, ...] = (80,)
+    """Hidden layer sizes, input side first."""
+    activation: str = "sigmoid"
+    """Hidden activation: "sigmoid", "relu", "tanh" or "silu"."""
+
+    def __post_init__(self) -> None:
+        _choice("model", "encoder", self.encoder, tuple(sorted(ENCODERS)))
+        _choice("model", "activation", self.activation, ("sigmoid", "relu", "tanh", "silu"))
+        if not self.hidden or any(size <= 0 for size in self.hidden):
+            raise ValueError(f"[model] hidden = {list(self.hidden)}: must be a non-empty list of sizes > 0")
+
+
+@dataclass(frozen=True)
+class SelfplayConfig:
+    games_in_parallel: int = 512
+    """Games played in lock step: every turn evaluates all their afterstates in one batch."""
+    exploration_epsilon: float = 0.0
+    """Probability that a mover plays a uniformly random legal move instead of the greedy one."""
+    turn_limit: int = 400
+    """A game still running after this many turns is truncated: its last position is bootstrapped from
+    the network's own evaluation, never scored as a loss."""
+
+    def __post_init__(self) -> None:
+        _positive("selfplay", "games_in_parallel", self.games_in_parallel)
+        if not 0.0 <= self.exploration_epsilon <= 1.0:
+            raise ValueError(
+                f"[selfplay] exploration_epsilon = {self.exploration_epsilon}: must be in [0, 1]"
+            )
+        _positive("selfplay", "turn_limit", self.turn_limit)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    method: str = "lambda_return"
+    """"lambda_return": each state's target is the TD(lambda) return truncated at the end of a rolling
+    buffer of ``buffer_turns`` turns (bootstrapped from the network there, exact at game ends), trained by
+    minibatch gradient steps. "eligibility_traces": classic online TD(lambda) (Sutton 1988, Tesauro 1992),
+    one update per turn with per-game eligibility traces."""
+    td_lambda: float = 0.7
+    """The lambda of TD(lambda), in [0, 1]: 0 bootstraps from the next state only, 1 uses the game's result."""
+    learning_rate: float = 1e-3
+    """Initial learning rate (the schedule below scales it)."""
+    optimizer: str = "adam"
+    """"adam" or "sgd" (plain SGD, Tesauro's choice; with eligibility traces the step is lr x error x trace)."""
+    momentum: float = 0.0
+    """SGD momentum (ignored by Adam)."""
+    weight_decay: float = 0.0
+    """L2 weight decay (decoupled for Adam: AdamW)."""
+    lr_schedule: str = "constant"
+    """Learning-rate schedule over ``total_games``: "constant", "linear" (to ``lr_final_fraction`` x lr at
+    the end), "cosine" (likewise) or "inverse_sqrt" (lr / sqrt(1 + games / lr_decay_games))."""
+    lr_final_fraction: float = 0.1
+    """Final learning rate as a fraction of the initial one, for "linear" and "cosine"."""
+    lr_decay_games: int = 100_000
+    """Time constant in games of the "inverse_sqrt" schedule."""
+    lr_warmup_games: int = 0
+    """Games over which the learning rate ramps up linearly from 0 before the schedule starts."""
+    buffer_turns: int = 16
+    """Turns kept per game in the rolling buffer of "lambda_return"; returns are truncated after this many
+    turns, whose weight is lambda ** buffer_turns (0.7 ** 16 = 0.003)."""
+    update_every_turns: int = 8
+    """Lock-step turns between updates ("lambda_return"): each update learns from the
+    games_in_parallel x update_every_turns states whose targets became ready since the previous one."""
+    minibatch_size: int = 4096
+    """States per gradient step within an update; 0 takes all ready states in one step."""
+    epochs_per_update: int = 1
+    """Passes over the ready states per update."""
+    loss: str = "mse"
+    """Per-output loss against the target probabilities: "mse" or "bce" (binary cross-entropy)."""
+    gradient_clip: float = 0.0
+    """Clip the gradient's global norm to this value; 0 turns clipping off."""
+    total_games: int = 1_000_000
+    """Self-play games to train on; the learning-rate schedule spans them."""
+
+    def __post_init__(self) -> None:
+        _choice("train", "method", self.method, ("lambda_return", "eligibility_traces"))
+        if not 0.0 <= self.td_lambda <= 1.0:
+            raise ValueError(f"[train] td_lambda = {self.td_lambda}: must be in [0, 1]")
+        _positive("train", "learning_rate", self.learning_rate)
+        _choice("train", "optimizer", self.optimizer, ("adam", "sgd"))
+        if self.method == "eligibility_traces" and self.optimizer != "sgd":
+            raise ValueError("[train] method = 'eligibility_traces' needs optimizer = 'sgd'")
+        if not 0.0 <= self.momentum < 1.0:
+            raise ValueError(f"[train] momentum = {self.momentum}: must be in [0, 1)")
+        _positive("train", "weight_decay", self.weight_decay, allow_zero=True)
+        _choice("train", "lr_schedule", self.lr_schedule, ("constant", "linear", "cosine", "inverse_sqrt"))
+        if not 0.0 <= self.lr_final_fraction <= 1.0:
+            raise ValueError(f"[train] lr_final_fraction = {self.lr_final_fraction}: must be in [0, 1]")
+        _positive("train", "lr_decay_games", self.lr_decay_games)
+        _positive("train", "lr_warmup_games", self.lr_warmup_games, allow_zero=True)
+        _positive("train", "buffer_turns", self.buffer_turns)
+        _positive("train", "update_every_turns", self.update_every_turns)
+        _positive("train", "minibatch_size", self.minibatch_size, allow_zero=True)
+        _positive("train", "epochs_per_update", self.epochs_per_update)
+        _choice("train", "loss", self.loss, ("mse", "bce"))
+        _positive("train", "gradient_clip", self.gradient_clip, allow_zero=True)
+        _positive("train", "total_games", self.total_games)
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    every_games: int = 50_000
+    """Evaluate after every this many training games (and at the end); 0 only at the end."""
+    games: int = 2000
+    """Games per evaluation: games / 2 dice sequences, each played twice with the seats swapped."""
+    opponent: str = "pubeval"
+    """Benchmark opponent: "pubeval" or "random" (uniformly random legal moves)."""
+    seed: int = 12345
+    """Seed of the evaluation dice, fixed so that successive evaluations play the same games."""
+
+    def __post_init__(self) -> None:
+        _positive("evaluation", "every_games", self.every_games, allow_zero=True)
+        _positive("evaluation", "games", self.games)
+        if self.games % 2:
+            raise ValueError(f"[evaluation] games = {self.games}: must be even (each deal is played twice)")
+        _choice("evaluation", "opponent", self.opponent, ("pubeval", "random"))
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    every_games: int = 50_000
+    """Write a checkpoint after every this many games (and at the end); 0 turns this trigger off."""
+    every_seconds: float = 1800.0
+    """Also write one when this many seconds have passed since the last; 0 turns this trigger off."""
+    keep_last: int = 3
+    """Checkpoints kept in the run directory, the newest ones (the final one is always kept); 0 keeps all."""
+
+    def __post_init__(self) -> None:
+        _positive("checkpoint", "every_games", self.every_games, allow_zero=True)
+        _positive("checkpoint", "every_seconds", self.every_seconds, allow_zero=True)
+        _positive("checkpoint", "keep_last", self.keep_last, allow_zero=True)
+
+
+@dataclass(frozen=True)
+class Config:
+    run: RunConfig = field(default_factory=RunConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    selfplay: SelfplayConfig = field(default_factory=SelfplayConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+
+    @property
+    def run_dir(self) -> Path:
+        """``out_dir / name``."""
+        return Path(self.run.out_dir) / self.run.name
+
+    @property
+    def states_per_update(self) -> int:
+        """States whose targets become ready between two "lambda_return" updates (fewer once games end)."""
+        return self.selfplay.games_in_parallel * self.train.update_every_turns
+
+
+SECTIONS: dict[str, type] = {
+    f.name: typing.get_type_hints(Config)[f.name] for f in dataclasses.fields(Config)
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading and writing.
+
+
+def _field_types(section_class: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(section_class)
+    return {f.name: hints[f.name] for f in dataclasses.fields(section_class)}
+
+
+def _convert(section: str, name: str, expected: Any, value: Any) -> Any:
+    """``value`` as the field's type, or a ValueError naming the field; ints are accepted for floats."""
+
+    def wrong() -> ValueError:
+        return ValueError(
+            f"[{section}] {name}: expected {getattr(expected, '__name__', expected)}, "
+            f"got {type(value).__name__} {value!r}"
+        )
+
+    if expected is bool:
+        if not isinstance(value, bool):
+            raise wrong()
+        return value
+    if expected is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise wrong()
+        return value
+    if expected is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise wrong()
+        return float(value)
+    if expected is str:
+        if not isinstance(value, str):
+            raise wrong()
+        return value
+    if typing.get_origin(expected) is tuple:
+        (item_type,) = {arg for arg in typing.get_args(expected) if arg is not Ellipsis}
+        if not isinstance(value, (list, tuple)):
+            raise wrong()
+        return tuple(_convert(section, f"{name}[{i}]", item_type, item) for i, item in enumerate(value))
+    raise TypeError(f"config field [{section}] {name} has an unsupported type {expected!r}")
+
+
+def _unknown_section(section: str) -> ValueError:
+    return ValueError(f"unknown config section [{section}]; valid sections: {', '.join(SECTIONS)}")
+
+
+def _unknown_key(section: str, key: str, valid: Any) -> ValueError:
+    return ValueError(f"unknown key {key!r} in [{section}]; valid keys: {', '.join(sorted(valid))}")
+
+
+def config_from_dict(data: dict[str, Any]) -> Config:
+    """A Config from nested plain data (a parsed TOML file), checking every section, key and type."""
+    sections = {}
+    for section, values in data.items():
+        if section not in SECTIONS:
+            raise _unknown_section(section)
+        if not isinstance(values, dict):
+            # ValueError like every other config mistake, so callers catch one kind
+            raise ValueError(f"config section [{section}] must be a table, not {type(values).__name__}")  # noqa: TRY004
+        types = _field_types(SECTIONS[section])
+        converted = {}
+        for key, value in values.items():
+            if key not in types:
+                raise _unknown_key(section, key, types)
+            converted[key] = _convert(section, key, types[key], value)
+        sections[section] = SECTIONS[section](**converted)
+    return Config(**sections)
+
+
+def config_to_dict(config: Config) -> dict[str, dict[str, Any]]:
+    """Nested plain data (lists for tuples) that ``config_from_dict`` turns back into ``config``."""
+    data = {}
+    for section in SECTIONS:
+        values = dataclasses.asdict(getattr(config, section))
+        data[section] = {key: list(v) if isinstance(v, tuple) else v for key, v in values.items()}
+    return data
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def to_toml_text(config: Config) -> str:
+    """The resolved config as a TOML file that ``load_config`` reads back to the same Config."""
+    lines = []
+    for section, values in config_to_dict(config).items():
+        lines.append(f"[{section}]")
+        lines.extend(f"{key} = {_toml_value(value)}" for key, value in values.items())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def parse_overrides(overrides: list[str]) -> list[tuple[str, str, str]]:
+    """``["--train.learning_rate", "0.05", "model.hidden=[40,40]"]`` -> ``[(section, key, text), ...]``."""
+    parsed = []
+    tokens = list(overrides)
+    while tokens:
+        token = tokens.pop(0)
+        name = token.removeprefix("--")
+        if "=" in name:
+            name, text = name.split("=", 1)
+        elif tokens:
+            text = tokens.pop(0)
+        else:
+            raise ValueError(f"override {token!r} has no value")
+        section, dot, key = name.partition(".")
+        if not dot or not section or not key:
+            raise ValueError(f"override {token!r}: name a field as section.key, e.g. train.learning_rate")
+        parsed.append((section, key, text))
+    return parsed
+
+
+def _override_value(section: str, key: str, text: str) -> Any:
+    """The override's text as a value for the field: a TOML value, or the bare text for a text field."""
+    if section not in SECTIONS:
+        raise _unknown_section(section)
+    types = _field_types(SECTIONS[section])
+    if key not in types:
+        raise _unknown_key(section, key, types)
+    try:
+        value = tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = text  # bare text: right for a text field, a type error for any other
+    if types[key] is str and not isinstance(value, str):
+        value = text  # e.g. run.name=2024 is the name "2024"
+    return _convert(section, key, types[key], value)
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
+    """The config of the TOML file at ``path`` (defaults alone when None) with ``overrides`` applied."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        with open(path, "rb") as file:
+            data = tomllib.load(file)
+    for section, key, text in parse_overrides(overrides or []):
+        value = _override_value(section, key, text)
+        data.setdefault(section, {})[key] = value
+    return config_from_dict(data)

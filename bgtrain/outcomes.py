@@ -1,0 +1,128 @@
+"""The one contract for network outputs: five cumulative outcome probabilities.
+
+``probs: float[..., 5]``, in GNU Backgammon's order (``eval.h``: OUTPUT_WIN, OUTPUT_WINGAMMON,
+OUTPUT_WINBACKGAMMON, OUTPUT_LOSEGAMMON, OUTPUT_LOSEBACKGAMMON):
+
+=====  ===============  ==================================================
+index  name             meaning
+=====  ===============  ==================================================
+0      WIN              P(win)                      (any kind of win)
+1      WIN_GAMMON       P(win a gammon or a backgammon)
+2      WIN_BACKGAMMON   P(win a backgammon)
+3      LOSE_GAMMON      P(lose a gammon or a backgammon)
+4      LOSE_BACKGAMMON  P(lose a backgammon)
+=====  ===============  ==================================================
+
+Always for the SIDE TO MOVE in the evaluated position, before it rolls. An afterstate (the position
+just after the mover played) has the other side to move: evaluate ``flip_board(afterstate)`` and
+``flip_outcomes`` the result to get the mover's view.
+
+Cumulative, so a consistent vector has ``WIN_BACKGAMMON <= WIN_GAMMON <= WIN`` and
+``LOSE_BACKGAMMON <= LOSE_GAMMON <= 1 - WIN``; ``clamp_outcomes`` enforces that. Cube logic
+consumes these probabilities only; nothing here knows about the cube.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from bgtrain.encoding import is_race
+from engine.board import HOME_POINTS, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, borne_off
+from engine.rules import Rules
+
+WIN, WIN_GAMMON, WIN_BACKGAMMON, LOSE_GAMMON, LOSE_BACKGAMMON = range(5)
+NUM_OUTCOMES = 5
+
+# Outcome vectors of finished games, by points won (-3..3 -> row points + 3); row 3 (a draw) does not exist.
+_TERMINAL_TABLE = (
+    (0.0, 0.0, 0.0, 1.0, 1.0),  # lost a backgammon
+    (0.0, 0.0, 0.0, 1.0, 0.0),  # lost a gammon
+    (0.0, 0.0, 0.0, 0.0, 0.0),  # lost a single game
+    (float("nan"),) * 5,  # no game ends with 0 points; guarded below
+    (1.0, 0.0, 0.0, 0.0, 0.0),  # won a single game
+    (1.0, 1.0, 0.0, 0.0, 0.0),  # won a gammon
+    (1.0, 1.0, 1.0, 0.0, 0.0),  # won a backgammon
+)
+
+
+def cubeless_equity(probs: torch.Tensor) -> torch.Tensor:
+    """Expected points per game, without a cube: ``float[..., 5]`` -> ``float[...]`` in [-3, 3].
+
+    ``2 P(win) - 1 + P(wg) - P(lg) + P(wbg) - P(lbg)``: a single game is worth 1, a gammon counts
+    once more and a backgammon once more again, as the probabilities are cumulative.
+    """
+    return (
+        2.0 * probs[..., WIN]
+        - 1.0
+        + probs[..., WIN_GAMMON]
+        - probs[..., LOSE_GAMMON]
+        + probs[..., WIN_BACKGAMMON]
+        - probs[..., LOSE_BACKGAMMON]
+    )
+
+
+def flip_outcomes(probs: torch.Tensor) -> torch.Tensor:
+    """The same game seen by the other side: ``float[..., 5]`` -> ``float[..., 5]``.
+
+    Its win is our loss (``1 - P(win)``), its gammons are our gammon losses and the other way round.
+    Applying it twice gives back ``probs``.
+    """
+    return torch.stack(
+        (
+            1.0 - probs[..., WIN],
+            probs[..., LOSE_GAMMON],
+            probs[..., LOSE_BACKGAMMON],
+            probs[..., WIN_GAMMON],
+            probs[..., WIN_BACKGAMMON],
+        ),
+        dim=-1,
+    )
+
+
+def terminal_outcomes(points_won: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Exact outcome vectors of finished games: ``int[...]`` -> ``float[..., 5]``.
+
+    ``points_won`` is signed (1, 2, 3 for a single win, gammon, backgammon; negative for losses) from
+    whichever side the caller wants the vector for. 0 is rejected: an unfinished or truncated game has
+    no exact outcome and must not be scored as a loss.
+    """
+    points = points_won.to(torch.long)
+    if bool(((points == 0) | (points.abs() > 3)).any()):
+        raise ValueError("terminal_outcomes: points_won must be one of +-1, +-2, +-3")
+    table = torch.tensor(_TERMINAL_TABLE, dtype=dtype, device=points_won.device)
+    return table[points + 3]
+
+
+def clamp_outcomes(probs: torch.Tensor, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+    """Outcome vectors made consistent with what the position makes certain: ``float[B, 5]``.
+
+    ``probs: float[B, 5]`` for the side to move in ``board: int8[B, 28]``. Applied in order:
+
+    1. every probability into [0, 1];
+    2. rules without gammons (backgammons) have none;
+    3. a side that has borne off a checker cannot lose a gammon (nor a backgammon);
+    4. in a race (no checker can meet an opposing one again, so none can be hit back), a side with no
+       checker in the other side's home board cannot be backgammoned: checkers only move homewards;
+    5. cumulative order: ``wbg <= wg <= win`` and ``lbg <= lg <= 1 - win``.
+    """
+    probs = probs.clamp(0.0, 1.0)
+    win = probs[..., WIN]
+    mover_off, opponent_off = borne_off(board, rules.checkers_per_side)
+    can_win_gammon = (opponent_off == 0) & rules.gammons
+    can_lose_gammon = (mover_off == 0) & rules.gammons
+
+    race = is_race(board)
+    # The winner's home board, seen from the mover: the mover's points 1..6 when the mover wins,
+    # the mover's points 19..24 when the opponent wins.
+    opponent_in_mover_home = (board[..., HOME_POINTS] < 0).any(-1) | (board[..., OPPONENT_BAR] < 0)
+    opponent_in_mover_home |= board[..., OPPONENT_IN_HAND] < 0
+    mover_in_opponent_home = (board[..., 19:25] > 0).any(-1) | (board[..., MOVER_BAR] > 0)
+    mover_in_opponent_home |= board[..., MOVER_IN_HAND] > 0
+    can_win_backgammon = can_win_gammon & (opponent_in_mover_home | ~race) & rules.backgammons
+    can_lose_backgammon = can_lose_gammon & (mover_in_opponent_home | ~race) & rules.backgammons
+
+    win_gammon = torch.minimum(probs[..., WIN_GAMMON] * can_win_gammon, win)
+    win_backgammon = torch.minimum(probs[..., WIN_BACKGAMMON] * can_win_backgammon, win_gammon)
+    lose_gammon = torch.minimum(probs[..., LOSE_GAMMON] * can_lose_gammon, 1.0 - win)
+    lose_backgammon = torch.minimum(probs[..., LOSE_BACKGAMMON] * can_lose_backgammon, lose_gammon)
+    return torch.stack((win, win_gammon, win_backgammon, lose_gammon, lose_backgammon), dim=-1)
