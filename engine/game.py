@@ -32,12 +32,17 @@ def winning_points(afterstate: torch.Tensor, rules: Rules) -> torch.Tensor:
     (2) when the loser has borne off none; a backgammon (3) when the loser has borne off none and
     still has a checker on the bar or in the winner's home board.
     """
-    mover_off, opponent_off = borne_off(afterstate, rules.checkers_per_side)
-    won = mover_off == rules.checkers_per_side
+    # The mover has won when none of its checkers is left on the row (cheap: most rows are not won,
+    # and the full scoring below runs only on those that are).
+    won = ~(afterstate[:, 1:27] > 0).any(1)
+    points = won.to(torch.int8)
+    if afterstate.device.type == "cpu" and not bool(won.any()):
+        return points
+    _, opponent_off = borne_off(afterstate, rules.checkers_per_side)
     gammon = won & (opponent_off == 0) & rules.gammons
     opponent_behind = (afterstate[:, OPPONENT_BAR] < 0) | (afterstate[:, HOME_POINTS] < 0).any(1)
     backgammon = gammon & opponent_behind & rules.backgammons
-    return won.to(torch.int8) + gammon.to(torch.int8) + backgammon.to(torch.int8)
+    return points + gammon.to(torch.int8) + backgammon.to(torch.int8)
 
 
 def play(state: State, afterstate: torch.Tensor, rules: Rules, dice: DiceSource) -> State:

@@ -1,0 +1,81 @@
+"""Smoke tests of `bgtrain moves`: JSON lines in, every legal play out."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import torch
+
+from bgtrain.cli import main
+from engine.movegen import legal_afterstates
+from engine.notation import parse_play
+from engine.position_id import decode_position_id, encode_position_id
+from engine.random_play import sample_positions
+
+
+def run_moves(capsys, args, stdin_text=None, monkeypatch=None):
+    if stdin_text is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin_text))
+    status = main(["moves", *args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_opening_31_from_arguments(capsys):
+    status, out, _ = run_moves(capsys, ["4HPwATDgc/ABMA", "31"])
+    assert status == 0
+    (line,) = out.splitlines()
+    result = json.loads(line)
+    assert result["position_id"] == "4HPwATDgc/ABMA" and result["dice"] == "31"
+    plays = {move["play"] for move in result["moves"]}
+    assert len(result["moves"]) == 16 and {"8/5 6/5", "24/20", "13/9"} <= plays
+    start = decode_position_id("4HPwATDgc/ABMA").tolist()
+    for move in result["moves"]:
+        after = decode_position_id(move["position_id"]).tolist()
+        assert list(parse_play(start, move["play"], dice=(3, 1))) == after
+
+
+def test_many_lines_from_stdin_match_the_generator(capsys, monkeypatch):
+    boards, dice = sample_positions(500, seed=4)
+    lines = "".join(f"{encode_position_id(b)} {d[0]}{d[1]}\n" for b, d in zip(boards.tolist(), dice.tolist()))
+    status, out, _ = run_moves(capsys, [], lines, monkeypatch)
+    assert status == 0
+    results = [json.loads(line) for line in out.splitlines()]
+    assert len(results) == 500
+    expected = legal_afterstates(boards, dice)
+    assert [len(r["moves"]) for r in results] == expected.counts.tolist()
+    for result, board, count in zip(results[:50], boards, expected.counts.tolist()):
+        ids = {move["position_id"] for move in result["moves"]}
+        assert len(ids) == count  # distinct afterstates
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["4HPwATDgc/ABM", "31"], "14 characters"),
+        (["4HPwATDgc/ABMA", "71"], "two digits 1..6"),
+        (["4HPwATDgc/ABMA"], "pairs"),
+        (["//////////////", "31"], "not zero"),
+    ],
+)
+def test_bad_input_is_one_clear_line(capsys, args, message):
+    status, out, err = run_moves(capsys, args)
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_no_legal_move_returns_the_position(capsys):
+    # The mover has a checker on the bar and the opponent holds its whole home board (the mover's
+    # points 19..24, where the mover enters): a dance.
+    board = torch.zeros(28, dtype=torch.int8)
+    board[19:25] = -2
+    board[1] = -3
+    board[25] = 1
+    board[8] = 14
+    position_id = encode_position_id(board)
+    status, out, _ = run_moves(capsys, [position_id, "64"])
+    result = json.loads(out)
+    assert status == 0 and len(result["moves"]) == 1
+    assert result["moves"][0]["position_id"] == position_id and result["moves"][0]["play"] == "(no move)"
