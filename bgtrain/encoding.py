@@ -30,11 +30,13 @@ import torch.nn.functional as F
 
 from engine.board import (
     BOARD_WIDTH,
+    FLIP_PERMUTATION,
     MOVER_BAR,
     MOVER_IN_HAND,
     OPPONENT_BAR,
     OPPONENT_IN_HAND,
     borne_off,
+    flip_board,
     pip_counts,
 )
 from engine.rules import Rules
@@ -393,11 +395,19 @@ class FirstLayerTable:
     ``extra_weight: float[size - separable_size, H]`` for the non-separable units.
     """
 
-    def __init__(self, encoder: Encoder, linear: torch.nn.Linear, rules: Rules):
+    def __init__(self, encoder: Encoder, linear: torch.nn.Linear, rules: Rules, flipped: bool = False):
         if linear.in_features != encoder.size:
             raise ValueError(f"{encoder!r} gives {encoder.size} units, the layer takes {linear.in_features}")
         weight = linear.weight
         units, constant = encoder.unit_table(rules, weight.device)
+        self.flipped = flipped
+        if flipped:
+            # Evaluate flip_board(board) without building it: the flipped board holds -board[P[i]] in
+            # column i (P = FLIP_PERMUTATION, an involution), so column j's count v of the board we
+            # are given reads the rows of column P[j] at count -v.
+            column = torch.tensor(FLIP_PERMUTATION, device=weight.device).repeat_interleave(COUNT_VALUES)
+            count = torch.arange(COUNT_VALUES, device=weight.device).repeat(BOARD_WIDTH)
+            units = units[column * COUNT_VALUES + (COUNT_VALUES - 1 - count)]
         separable_weight = weight[:, : encoder.separable_size].t()
         self.encoder = encoder
         self.rules = rules
@@ -416,5 +426,6 @@ class FirstLayerTable:
         indices = self.encoder.first_layer_indices(board)
         hidden = F.embedding_bag(indices, self.table, mode="sum")
         if self.extra_weight.shape[0]:
-            hidden = hidden + self.encoder.extra_units(board, self.rules).to(hidden.dtype) @ self.extra_weight
+            seen = flip_board(board) if self.flipped else board
+            hidden = hidden + self.encoder.extra_units(seen, self.rules).to(hidden.dtype) @ self.extra_weight
         return hidden

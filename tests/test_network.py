@@ -96,3 +96,17 @@ def test_bad_arguments() -> None:
         ValueNetwork(hidden=[])
     with pytest.raises(ValueError, match="encoder"):
         ValueNetwork(encoder="nope")
+
+
+def test_evaluate_flipped_equals_evaluating_the_flipped_board():
+    from engine.board import flip_board
+
+    boards = random_boards(400, seed=21)
+    for encoder in ("tesauro198", "tesauro_plus"):
+        network = ValueNetwork(encoder, [24])
+        expected = network.evaluate(flip_board(boards))
+        assert torch.allclose(network.evaluate_flipped(boards), expected, atol=1e-6)
+        # The flipped table follows weight changes like the plain one.
+        with torch.no_grad():
+            network.hidden_layers[0].weight.mul_(1.5)
+        assert torch.allclose(network.evaluate_flipped(boards), network.evaluate(flip_board(boards)), atol=1e-6)

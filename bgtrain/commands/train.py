@@ -1,0 +1,65 @@
+"""Train a value network by TD(lambda) self-play.
+
+    bgtrain train --config configs/default.toml [--out DIR] [--resume CKPT] [section.field=value ...]
+
+Overrides name any config field: ``--train.learning_rate 3e-4`` or ``train.total_games=20000``.
+The run directory (``run.out_dir/run.name``, or ``--out``) receives the resolved config, the command
+line, TensorBoard logs (``tensorboard --logdir DIR/tensorboard``), checkpoints under
+``checkpoints/`` plus ``latest.pt`` (with the full training state) and, at the end, ``final.pt``.
+
+``--resume DIR/latest.pt`` continues a run exactly where its checkpoint left it, with the config
+stored in the checkpoint (overrides still apply, e.g. a larger ``train.total_games``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bgtrain.checkpoint import load_checkpoint
+from bgtrain.config import config_from_dict, config_to_dict, load_config, parse_overrides
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="TOML config file (e.g. configs/default.toml)")
+    parser.add_argument("--out", help="run directory (default: run.out_dir/run.name from the config)")
+    parser.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
+    parser.add_argument("--device", help="shorthand for run.device=...")
+    parser.add_argument("--seed", type=int, help="shorthand for run.seed=...")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("overrides", nargs=argparse.REMAINDER, help="section.field=value or --section.field value")
+
+
+def resolve_config(args: argparse.Namespace):
+    overrides = list(args.overrides)
+    if args.device:
+        overrides.append(f"run.device={args.device}")
+    if args.seed is not None:
+        overrides.append(f"run.seed={args.seed}")
+    if args.out:
+        out = Path(args.out)
+        overrides += [f"run.out_dir={out.parent.as_posix() or '.'}", f"run.name={out.name}"]
+    if args.resume:
+        if args.config:
+            raise ValueError("--resume continues with the config stored in the checkpoint; leave out --config "
+                             "and change fields with overrides")
+        stored = config_to_dict(config_from_dict(load_checkpoint(args.resume)["config"]))
+        for section, key, text in parse_overrides(overrides):
+            from bgtrain.config import _override_value
+
+            stored.setdefault(section, {})[key] = _override_value(section, key, text)
+        return config_from_dict(stored)
+    if not args.config:
+        raise ValueError("name a config with --config (e.g. configs/default.toml) or a run to --resume")
+    return load_config(args.config, overrides)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bgtrain.train import train
+
+    config = resolve_config(args)
+    final = train(config, resume=args.resume, progress=not args.no_progress, argv=["bgtrain", *sys.argv[1:]])
+    print(f"final model: {final}")
+    print(f"TensorBoard: tensorboard --logdir {config.run_dir / 'tensorboard'}")
+    return 0

@@ -1,0 +1,463 @@
+"""TD(lambda) self-play training, top to bottom.
+
+Self-play: ``games_in_parallel`` games run in lock step on the engine. Every turn, all legal
+afterstates of all games are evaluated in one forward pass (``ValueNetwork.evaluate``) and each game
+plays its best by cubeless equity (or, with probability ``exploration_epsilon``, a random play).
+Finished and truncated games restart in their slots, so the batch stays full.
+
+What is learned: the network V(x) predicts, for the side to move in position x (before its roll),
+the five outcome probabilities of ``bgtrain.outcomes``. Successive positions of a game alternate
+sides, so a prediction made from the next position is turned into this position's view with
+``flip_outcomes`` before it serves as a target. A move that ends the game gives the exact outcome
+(single, gammon or backgammon) as the target; a game cut at the turn limit bootstraps from the
+network's value of the position it was cut at, and is never scored as a loss.
+
+Two forms of TD(lambda), chosen by ``train.method``:
+
+``lambda_return`` (the default, batched): the target of position x_t is the lambda-return
+    G_t = flip((1 - lambda) V(x_{t+1}) + lambda G_{t+1}), cut at the game's end (the exact outcome)
+    and at the end of a rolling buffer of ``buffer_turns`` turns (where G = flip(V(x_{t+1}))).
+    Every ``update_every_turns`` turns, the positions whose buffer horizon is complete are trained
+    towards their returns with minibatch gradient steps (Adam by default). This is the "forward
+    view" of TD(lambda); with lambda ** buffer_turns small, the truncation changes little.
+
+``eligibility_traces`` (classic, online; Sutton 1988, Tesauro 1992): after every turn each game
+    slot updates w += lr * sum_k delta_k e_k, where delta = flip(V(x_{t+1})) - V(x_t) (or the exact
+    outcome minus V(x_t) at the end) and the per-output trace e_k = grad V_k(x_t) + lambda * (the
+    previous trace, turned into this side's view). The "backward view": the same returns in the
+    limit of small steps, but one per-game gradient per output per turn, so it is several times
+    slower; it uses plain SGD, and the step is averaged over the game slots.
+
+V(x_{t+1}) is the value computed when the move was chosen, i.e. by the weights of that moment.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.func import functional_call, jacrev, vmap
+
+from bgtrain.agents import GreedyValueAgent, PubevalAgent, RandomAgent, argmax_per_position
+from bgtrain.benchmark import MatchResult, play_match
+from bgtrain.checkpoint import load_checkpoint, network_from_checkpoint, save_checkpoint
+from bgtrain.config import Config, config_from_dict, config_to_dict, to_toml_text
+from bgtrain.network import ValueNetwork
+from bgtrain.outcomes import cubeless_equity, flip_outcomes, terminal_outcomes
+from engine.dice import RandomDice
+from engine.game import new_games, play, winning_points
+from engine.movegen import legal_afterstates
+from engine.random_play import random_choice
+from engine.rules import STANDARD, Rules
+from engine.state import State
+
+
+@dataclass
+class Turn:
+    """One lock-step turn of every game slot (G slots)."""
+
+    board: torch.Tensor  # int8[G, 28]: the position before the move, from its side to move
+    next_value: torch.Tensor  # float[G, 5]: V(position after the move), for that position's side to move
+    ended: torch.Tensor  # bool[G]: the move won the game
+    outcome: torch.Tensor  # float[G, 5]: the exact outcome for this turn's mover, where ended
+    truncated: torch.Tensor  # bool[G]: the game was cut at the turn limit after this move
+
+
+def selfplay_turn(
+    network: ValueNetwork,
+    state: State,
+    rules: Rules,
+    epsilon: float,
+    explore: torch.Generator,
+) -> tuple[Turn, torch.Tensor]:
+    """Every game plays its best afterstate (one forward pass over all of them).
+    Returns the turn record and the chosen afterstates ``int8[G, 28]``."""
+    afterstates = legal_afterstates(state.board, state.dice, rules)
+    # V of each afterstate for the next side to move, then the mover's view of it.
+    next_side = network.evaluate_flipped(afterstates.boards, rules)
+    mover_view = flip_outcomes(next_side)
+    points = winning_points(afterstates.boards, rules)
+    won = points > 0
+    mover_view = torch.where(won.unsqueeze(1), terminal_outcomes(points.clamp(min=1), mover_view.dtype), mover_view)
+    choice = argmax_per_position(cubeless_equity(mover_view), afterstates)
+    if epsilon > 0:
+        explores = torch.rand(choice.shape[0], generator=explore, device=choice.device) < epsilon
+        choice = torch.where(explores, random_choice(afterstates, explore), choice)
+    flat = afterstates.offsets + choice
+    chosen_points = points[flat]
+    ended = chosen_points > 0
+    turn = Turn(
+        board=state.board,
+        next_value=next_side[flat],
+        ended=ended,
+        outcome=terminal_outcomes(chosen_points.clamp(min=1), next_side.dtype),
+        truncated=torch.zeros_like(ended),
+    )
+    return turn, afterstates.boards[flat]
+
+
+def lambda_returns(turns: list[Turn], td_lambda: float) -> list[torch.Tensor]:
+    """The truncated lambda-return of every buffered turn, oldest first: ``float[G, 5]`` each, for
+    that turn's side to move. The newest turn bootstraps from V of the position after it."""
+    returns: list[torch.Tensor] = []
+    later = None
+    for turn in reversed(turns):
+        ahead = turn.next_value if later is None else (1 - td_lambda) * turn.next_value + td_lambda * later
+        ahead = torch.where(turn.truncated.unsqueeze(1), turn.next_value, ahead)
+        now = torch.where(turn.ended.unsqueeze(1), turn.outcome, flip_outcomes(ahead))
+        returns.append(now)
+        later = now
+    returns.reverse()
+    return returns
+
+
+def learning_rate_at(config: Config, games: int) -> float:
+    train = config.train
+    base = train.learning_rate
+    if train.lr_warmup_games and games < train.lr_warmup_games:
+        return base * games / train.lr_warmup_games
+    progress = min(1.0, games / train.total_games)
+    if train.lr_schedule == "linear":
+        return base * (1 - (1 - train.lr_final_fraction) * progress)
+    if train.lr_schedule == "cosine":
+        return base * (train.lr_final_fraction + (1 - train.lr_final_fraction) * 0.5 * (1 + math.cos(math.pi * progress)))
+    if train.lr_schedule == "inverse_sqrt":
+        return base / math.sqrt(1 + games / train.lr_decay_games)
+    return base
+
+
+def loss_function(name: str):
+    if name == "bce":
+        return lambda predicted, target: torch.nn.functional.binary_cross_entropy(predicted, target)
+    return lambda predicted, target: torch.nn.functional.mse_loss(predicted, target)
+
+
+# The outcome flip is affine: flip(p) = A p + b with A a signed permutation. Traces are gradients
+# of predictions, so they turn into the other side's view through A alone.
+_FLIP_ORDER = (0, 3, 4, 1, 2)
+_FLIP_SIGN = (-1.0, 1.0, 1.0, 1.0, 1.0)
+
+
+class EligibilityTraces:
+    """Per-slot, per-output eligibility traces for classic online TD(lambda)."""
+
+    def __init__(self, network: ValueNetwork, slots: int, device: torch.device) -> None:
+        self.network = network
+        self.names = [name for name, _ in network.named_parameters()]
+        self.traces = {
+            name: torch.zeros(slots, 5, *parameter.shape, device=device)
+            for name, parameter in network.named_parameters()
+        }
+        self.order = torch.tensor(_FLIP_ORDER, device=device)
+        self.sign = torch.tensor(_FLIP_SIGN, device=device)
+
+    def step(self, turn: Turn, td_lambda: float, learning_rate: float) -> float:
+        """One online update from a turn; returns the mean absolute TD error."""
+        params = {name: p.detach() for name, p in self.network.named_parameters()}
+
+        def value(parameters, board):
+            return functional_call(self.network, parameters, (board.unsqueeze(0),)).squeeze(0)
+
+        jacobians = vmap(jacrev(value), in_dims=(None, 0))(params, turn.board)  # name -> [G, 5, *shape]
+        with torch.no_grad():
+            predicted = self.network(turn.board)
+            target = torch.where(turn.ended.unsqueeze(1), turn.outcome, flip_outcomes(turn.next_value))
+            delta = target - predicted  # [G, 5]
+            done = (turn.ended | turn.truncated).to(predicted.dtype)
+            for name, parameter in self.network.named_parameters():
+                previous = self.traces[name]
+                extra = (1,) * (previous.dim() - 2)
+                # The previous turn was the other side's: its trace turns into this side's view.
+                turned = previous[:, self.order] * self.sign.view(1, 5, *extra)
+                trace = jacobians[name] + td_lambda * turned
+                parameter.add_(learning_rate * (delta.view(-1, 5, *extra) * trace).sum(1).mean(0))
+                # A trace ends with its game: the next game in the slot starts afresh.
+                self.traces[name] = trace * (1 - done).view(-1, 1, *extra)
+        return float(delta.abs().mean())
+
+
+def code_version() -> str:
+    try:
+        root = Path(__file__).resolve().parent.parent
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True, text=True, timeout=5
+        )
+        return described.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+class Run:
+    """A training run: its network, optimizer, self-play state, buffer and counters."""
+
+    def __init__(self, config: Config, rules: Rules = STANDARD) -> None:
+        self.config = config
+        self.rules = rules
+        self.device = torch.device(config.run.device)
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"[run] device = {config.run.device!r}, but CUDA is not available here")
+        torch.manual_seed(config.run.seed)  # initial weights only; every later draw has its own generator
+        self.network = ValueNetwork(config.model.encoder, config.model.hidden, config.model.activation).to(self.device)
+        if config.train.optimizer == "adam":
+            self.optimizer = torch.optim.AdamW(
+                self.network.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
+            )
+        else:
+            self.optimizer = torch.optim.SGD(
+                self.network.parameters(),
+                lr=config.train.learning_rate,
+                momentum=config.train.momentum,
+                weight_decay=config.train.weight_decay,
+            )
+        self.dice = RandomDice(config.run.seed, self.device)
+        self.explore = torch.Generator(device=self.device).manual_seed(config.run.seed + 1)
+        self.state = new_games(rules, config.selfplay.games_in_parallel, self.dice, self.device)
+        self.buffer: list[Turn] = []
+        self.games = 0
+        self.turns = 0
+        self.updates = 0
+        self.train_seconds = 0.0
+        self.strength: dict[str, Any] = {}
+        self.traces = (
+            EligibilityTraces(self.network, config.selfplay.games_in_parallel, self.device)
+            if config.train.method == "eligibility_traces"
+            else None
+        )
+        self.loss = loss_function(config.train.loss)
+
+    # -- one turn of self-play, and learning when it is due --------------------------------------
+
+    def step(self) -> dict[str, float]:
+        """One lock-step turn; returns the metrics of any update it made."""
+        config = self.config
+        self.network.eval()
+        turn, chosen = selfplay_turn(
+            self.network, self.state, self.rules, config.selfplay.exploration_epsilon, self.explore
+        )
+        state = play(self.state, chosen, self.rules, self.dice)
+        truncated = ~state.game_over & (state.turn >= config.selfplay.turn_limit)
+        turn.truncated = truncated
+        finished = state.game_over | truncated
+        self.games += int(finished.sum())
+        self.turns += 1
+        fresh = new_games(self.rules, state.batch_size, self.dice, self.device)
+        self.state = state.where(finished, fresh)
+        metrics: dict[str, float] = {}
+        learning_rate = learning_rate_at(config, self.games)
+        if self.traces is not None:
+            metrics["td_error"] = self.traces.step(turn, config.train.td_lambda, learning_rate)
+            self.updates += 1
+        else:
+            self.buffer.append(turn)
+            if len(self.buffer) >= config.train.buffer_turns + config.train.update_every_turns:
+                metrics = self.update(learning_rate)
+        return metrics
+
+    def update(self, learning_rate: float) -> dict[str, float]:
+        """Train the oldest ``update_every_turns`` buffered turns towards their lambda-returns."""
+        train = self.config.train
+        ready = train.update_every_turns
+        targets = lambda_returns(self.buffer, train.td_lambda)[:ready]
+        boards = torch.cat([turn.board for turn in self.buffer[:ready]])
+        target = torch.cat(targets)
+        del self.buffer[:ready]
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        self.network.train()
+        size = boards.shape[0]
+        minibatch = train.minibatch_size or size
+        total_loss, total_error, steps = 0.0, 0.0, 0
+        for _ in range(train.epochs_per_update):
+            order = torch.randperm(size, generator=self.explore, device=self.device)
+            for start in range(0, size, minibatch):
+                index = order[start : start + minibatch]
+                predicted = self.network(boards[index], self.rules)
+                loss = self.loss(predicted, target[index])
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if train.gradient_clip:
+                    torch.nn.utils.clip_grad_norm_(self.network.parameters(), train.gradient_clip)
+                self.optimizer.step()
+                total_loss += float(loss.detach())
+                total_error += float((predicted.detach() - target[index]).abs().mean())
+                steps += 1
+        self.updates += 1
+        self.network.eval()
+        return {"loss": total_loss / steps, "td_error": total_error / steps, "learning_rate": learning_rate}
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def payload(self, with_training_state: bool = True) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.network.model_args(),
+            "weights": {k: v.detach().cpu() for k, v in self.network.state_dict().items()},
+            "config": config_to_dict(self.config),
+            "rules": self.rules.name,
+            "counters": {
+                "games": self.games,
+                "turns": self.turns,
+                "updates": self.updates,
+                "train_seconds": self.train_seconds,
+            },
+            "strength": self.strength,
+            "code_version": code_version(),
+        }
+        if with_training_state:
+            state = self.state
+            payload["training"] = {
+                "optimizer": self.optimizer.state_dict(),
+                "dice": self.dice.get_state(),
+                "explore": self.explore.get_state(),
+                "state": {name: getattr(state, name).cpu() for name in ("board", "dice", "seat", "turn", "game_over", "result")},
+                "buffer": [{k: getattr(t, k).cpu() for k in ("board", "next_value", "ended", "outcome", "truncated")} for t in self.buffer],
+                "traces": None if self.traces is None else {k: v.cpu() for k, v in self.traces.traces.items()},
+            }
+        return payload
+
+    @classmethod
+    def resume(cls, path: str | Path, overrides: Config | None = None) -> Run:
+        payload = load_checkpoint(path)
+        if "training" not in payload:
+            raise ValueError(f"{path} holds a model only, not a training state to resume")
+        config = overrides or config_from_dict(payload["config"])
+        run = cls(config)
+        loaded = network_from_checkpoint(payload, str(path))
+        run.network.load_state_dict(loaded.state_dict())
+        training = payload["training"]
+        run.optimizer.load_state_dict(training["optimizer"])
+        run.dice.set_state(training["dice"])
+        run.explore.set_state(training["explore"])
+        run.state = State(**{k: v.to(run.device) for k, v in training["state"].items()})
+        run.buffer = [Turn(**{k: v.to(run.device) for k, v in t.items()}) for t in training["buffer"]]
+        if run.traces is not None and training["traces"] is not None:
+            run.traces.traces = {k: v.to(run.device) for k, v in training["traces"].items()}
+        counters = payload["counters"]
+        run.games, run.turns, run.updates = counters["games"], counters["turns"], counters["updates"]
+        run.train_seconds = counters["train_seconds"]
+        run.strength = payload.get("strength", {})
+        return run
+
+
+def evaluate_strength(network: ValueNetwork, config: Config, rules: Rules, opponent_network=None) -> dict[str, Any]:
+    """The benchmark matches of the periodic strength check (``bgtrain.benchmark``)."""
+    evaluation = config.evaluation
+    device = next(network.parameters()).device
+    frozen = copy.deepcopy(network).eval()
+    agent = GreedyValueAgent.from_network(frozen, "model", rules)
+    opponent = PubevalAgent(rules) if evaluation.opponent == "pubeval" else RandomAgent(evaluation.seed, device)
+    results: dict[str, MatchResult] = {
+        evaluation.opponent: play_match(agent, opponent, evaluation.games, evaluation.seed, rules, device)
+    }
+    if opponent_network is not None:
+        previous = GreedyValueAgent.from_network(opponent_network, "previous", rules)
+        results["previous"] = play_match(agent, previous, evaluation.games, evaluation.seed + 1, rules, device)
+    return {name: result.as_dict() for name, result in results.items()}
+
+
+def _checkpoint_name(games: int) -> str:
+    return f"games_{games:010d}.pt"
+
+
+def train(config: Config, resume: str | Path | None = None, progress: bool = True, argv: list[str] | None = None) -> Path:
+    """Run (or resume) training to ``config.train.total_games``; returns the final checkpoint's path."""
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    run = Run.resume(resume, config) if resume else Run(config)
+    run_dir = config.run_dir
+    checkpoint_dir = run_dir / "checkpoints"
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.toml").write_text(to_toml_text(config))
+    (run_dir / "command.txt").write_text(
+        " ".join(shlex.quote(a) for a in (argv or sys.argv)) + "\n"
+        + f"code version: {code_version()}\npython {platform.python_version()}, torch {torch.__version__}\n"
+    )
+    writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"), purge_step=run.games if resume else None)
+    if not resume:
+        writer.add_text("hyperparameters", "```\n" + to_toml_text(config) + "\n```", 0)
+
+    total = config.train.total_games
+    previous_network = None
+    next_evaluation = _next_multiple(run.games, config.evaluation.every_games)
+    next_checkpoint = _next_multiple(run.games, config.checkpoint.every_games)
+    last_checkpoint_time = time.monotonic()
+    bar = tqdm(total=total, initial=min(run.games, total), unit="game", disable=not progress, dynamic_ncols=True)
+    window_start, window_games = time.monotonic(), run.games
+    while run.games < total:
+        started = time.perf_counter()
+        games_before = run.games
+        metrics = run.step()
+        run.train_seconds += time.perf_counter() - started
+        bar.update(min(run.games, total) - min(games_before, total))
+        if metrics:
+            for key, value in metrics.items():
+                namespace = "charts" if key == "learning_rate" else "losses"
+                writer.add_scalar(f"{namespace}/{key}", value, run.games)
+        now = time.monotonic()
+        if now - window_start >= 5.0:
+            rate = (run.games - window_games) / (now - window_start)
+            writer.add_scalar("charts/games_per_second", rate, run.games)
+            bar.set_postfix_str(f"{rate:,.0f} games/s{_strength_text(run.strength)}")
+            window_start, window_games = now, run.games
+
+        finished = run.games >= total
+        if finished or (config.evaluation.every_games and run.games >= next_evaluation):
+            run.strength = evaluate_strength(run.network, config, run.rules, previous_network)
+            run.strength["games"] = run.games
+            run.strength["train_seconds"] = run.train_seconds
+            _log_strength(writer, run.strength, run.games)
+            previous_network = copy.deepcopy(run.network).eval()
+            next_evaluation = _next_multiple(run.games, config.evaluation.every_games)
+            bar.set_postfix_str(_strength_text(run.strength).lstrip("; "))
+            window_start, window_games = time.monotonic(), run.games
+        due_by_games = config.checkpoint.every_games and run.games >= next_checkpoint
+        due_by_time = config.checkpoint.every_seconds and now - last_checkpoint_time >= config.checkpoint.every_seconds
+        if finished or due_by_games or due_by_time:
+            save_checkpoint(checkpoint_dir / _checkpoint_name(run.games), run.payload())
+            save_checkpoint(run_dir / "latest.pt", run.payload())
+            _prune(checkpoint_dir, config.checkpoint.keep_last)
+            next_checkpoint = _next_multiple(run.games, config.checkpoint.every_games)
+            last_checkpoint_time = time.monotonic()
+    bar.close()
+    writer.close()
+    final = run_dir / "final.pt"
+    save_checkpoint(final, run.payload(with_training_state=False))
+    return final
+
+
+def _next_multiple(games: int, every: int) -> int:
+    return (games // every + 1) * every if every else 1 << 62
+
+
+def _strength_text(strength: dict[str, Any]) -> str:
+    for name in ("pubeval", "random"):
+        if name in strength:
+            result = strength[name]
+            return f"; vs {name} {result['points_per_game']:+.3f}±{result['interval95']:.3f}"
+    return ""
+
+
+def _log_strength(writer, strength: dict[str, Any], games: int) -> None:
+    for name, result in strength.items():
+        if isinstance(result, dict):
+            writer.add_scalar(f"eval/{name}_points_per_game", result["points_per_game"], games)
+            writer.add_scalar(f"eval/{name}_interval95", result["interval95"], games)
+            writer.add_scalar(f"eval/{name}_win_rate", result["a_win"], games)
+    writer.add_scalar("eval/train_seconds", strength.get("train_seconds", 0.0), games)
+
+
+def _prune(directory: Path, keep_last: int) -> None:
+    if not keep_last:
+        return
+    checkpoints = sorted(directory.glob("games_*.pt"))
+    for old in checkpoints[:-keep_last]:
+        old.unlink(missing_ok=True)
