@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
     parser.add_argument("--device", help="shorthand for run.device=...")
     parser.add_argument("--seed", type=int, help="shorthand for run.seed=...")
+    parser.add_argument("--threads", type=int, help="CPU threads for torch (1 is fastest on a shared machine)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("overrides", nargs=argparse.REMAINDER, help="section.field=value or --section.field value")
 
@@ -56,9 +57,13 @@ def resolve_config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+
     from bgtrain.train import train
 
     config = resolve_config(args)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     final = train(config, resume=args.resume, progress=not args.no_progress, argv=["bgtrain", *sys.argv[1:]])
     print(f"final model: {final}")
     print(f"TensorBoard: tensorboard --logdir {config.run_dir / 'tensorboard'}")

@@ -1,0 +1,81 @@
+"""`bgtrain train` end to end on a tiny budget: it writes what it promises, and a killed run resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bgtrain.checkpoint import load_network
+from bgtrain.cli import main
+
+TINY = [
+    "model.hidden=[8]",
+    "selfplay.games_in_parallel=16",
+    "train.total_games=64",
+    "evaluation.every_games=32",
+    "evaluation.games=10",
+    "checkpoint.every_games=32",
+    "checkpoint.every_seconds=0.0",
+]
+
+
+def test_train_writes_checkpoints_logs_and_config(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--config", "configs/quick.toml", "--out", str(out), "--no-progress", *TINY]) == 0
+    assert (out / "config.toml").exists() and (out / "command.txt").exists()
+    assert list((out / "tensorboard").glob("events.out.tfevents.*"))
+    assert list((out / "checkpoints").glob("games_*.pt"))
+    network, payload = load_network(out / "final.pt")
+    assert payload["counters"]["games"] >= 64
+    assert "random" in payload["strength"] or "pubeval" in payload["strength"]
+    assert payload["model"]["encoder"] == "tesauro198" and payload["config"]["model"]["hidden"] == [8]
+    assert "final model" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--config", "configs/quick.toml", "train.learnin_rate=1"], "learnin_rate"),
+        (["--config", "configs/missing.toml"], "missing.toml"),
+        (["--config", "configs/quick.toml", "train.td_lambda=2"], "td_lambda"),
+        (["--resume", "configs/quick.toml"], "not a readable bgtrain checkpoint"),
+    ],
+)
+def test_bad_input_is_one_clear_line(tmp_path, capsys, args, message):
+    assert main(["train", "--out", str(tmp_path / "bad"), "--no-progress", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+
+
+def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "bgtrain.cli", "train", "--config", "configs/quick.toml", "--out", str(out),
+               "--no-progress", "model.hidden=[8]", "selfplay.games_in_parallel=16", "train.total_games=100000",
+               "evaluation.every_games=0", "checkpoint.every_games=64", "checkpoint.every_seconds=0.0"]
+    process = subprocess.Popen(command, cwd=Path(__file__).parent.parent, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    latest = out / "latest.pt"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (out / "checkpoints").exists() or not latest.exists():
+            assert time.monotonic() < deadline, "no checkpoint within two minutes"
+            time.sleep(0.2)
+        time.sleep(1.0)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    _, payload = load_network(latest)
+    saved_games = payload["counters"]["games"]
+    assert saved_games >= 64
+    assert not list(out.glob(".*.tmp")) or all(p.stat().st_size >= 0 for p in out.glob(".*.tmp"))
+    status = main(["train", "--resume", str(latest), "--no-progress", "train.total_games=" + str(saved_games + 32),
+                   "evaluation.games=10"])
+    assert status == 0
+    _, final = load_network(out / "final.pt")
+    assert final["counters"]["games"] >= saved_games + 32
