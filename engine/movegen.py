@@ -93,6 +93,12 @@ class Afterstates:
         return self.boards[self.offsets + choice]
 
 
+def _rows(tensor: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``tensor[mask]`` for a bool mask over rows; ``index_select`` copies int64 rows several times
+    faster than advanced indexing on the CPU (measured with torch 2.13)."""
+    return tensor.index_select(0, mask.nonzero().squeeze(1))
+
+
 # A "line" is a partial play: int64[L, 5], the packed board after the moves so far (words 0..3)
 # and its metadata word (word 4, layout above). Keeping everything a line needs in one row makes
 # each expansion a single row copy.
@@ -229,7 +235,7 @@ def _dice_usage_filter(levels: list[torch.Tensor], batch: int) -> tuple[torch.Te
             some_larger = torch.zeros(batch, dtype=torch.bool, device=device)
             some_larger[parent[plays_larger]] = True
             keep &= plays_larger | ~some_larger[parent]
-        chosen = lines[keep]
+        chosen = _rows(lines, keep)
         kept.append(chosen)
         dice_used.append(torch.full((chosen.shape[0],), used, dtype=torch.int8, device=device))
     return torch.cat(kept), torch.cat(dice_used)
@@ -246,29 +252,40 @@ def _row_hash(words: torch.Tensor) -> torch.Tensor:
         values = [m - (1 << 64) if m >= 1 << 63 else m for m in _HASH_MULTIPLIERS]
         multipliers = torch.tensor(values, dtype=torch.int64, device=words.device)
         _multiplier_cache[words.device] = multipliers
-    mixed = (words * multipliers).sum(1)  # wraps modulo 2^64
+    # Column by column: the board words are a strided view of the lines, and four fused
+    # multiply-adds on columns beat a broadcast product and a row sum (wrapping modulo 2^64).
+    mixed = words[:, 0] * multipliers[0]
+    for column in range(1, BOARD_WORDS):
+        mixed = mixed + words[:, column] * multipliers[column]
     return mixed ^ (mixed >> 29)
 
 
-def _deduplicate(lines: torch.Tensor, dice_used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sort lines by (position, board hash) and drop exact repeats of a board within a position."""
+def _deduplicate(lines: torch.Tensor, dice_used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The distinct boards of each position, ordered by (position, board hash).
+
+    Returns ``(board words int64[N, 4], parent int64[N], dice used int8[N])``. Only rows whose keys
+    collide are compared in full, and only the kept rows are copied.
+    """
     if lines.shape[0] == 0:
-        return lines, dice_used
+        return lines[:, :BOARD_WORDS], _parent(lines), dice_used
     board = lines[:, :BOARD_WORDS]
     # The parent's 24 bits above 40 bits of hash: one sort orders by position, then by board.
     key = (_parent(lines) << 40) | (_row_hash(board) & ((1 << 40) - 1))
-    key, order = key.sort()
-    lines, dice_used = lines[order], dice_used[order]
-    board = lines[:, :BOARD_WORDS]
-    same_key = key[1:] == key[:-1]
-    same_board = (board[1:] == board[:-1]).all(1)
-    if bool((same_key & ~same_board).any()):
-        # A 40-bit hash collision between different boards of one position: equal keys may
-        # interleave, so fall back to an exact (slower) sort of the whole rows.
-        return _deduplicate_exact(lines, dice_used)
+    # A stable sort: measured about twice as fast as the default one on int64 keys here.
+    key, order = torch.sort(key, stable=True)
     keep = torch.ones_like(key, dtype=torch.bool)
-    keep[1:] = ~(same_key & same_board)
-    return lines[keep], dice_used[keep]
+    pair = (key[1:] == key[:-1]).nonzero().squeeze(1)
+    if pair.numel():
+        first = board.index_select(0, order.index_select(0, pair))
+        second = board.index_select(0, order.index_select(0, pair + 1))
+        same_board = (first == second).all(1)
+        if not bool(same_board.all()):
+            # A 40-bit hash collision between different boards of one position: equal keys may
+            # interleave, so fall back to an exact (slower) sort of the whole rows.
+            return _deduplicate_exact(lines, dice_used)
+        keep[pair + 1] = False
+    kept = order.index_select(0, keep.nonzero().squeeze(1))
+    return board.index_select(0, kept), key[keep] >> 40, dice_used.index_select(0, kept)
 
 
 def _deduplicate_exact(lines: torch.Tensor, dice_used: torch.Tensor):
@@ -276,7 +293,7 @@ def _deduplicate_exact(lines: torch.Tensor, dice_used: torch.Tensor):
     unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
     first = torch.full((unique.shape[0],), rows.shape[0], dtype=torch.int64, device=rows.device)
     first.scatter_reduce_(0, inverse, torch.arange(rows.shape[0], device=rows.device), "amin")
-    return lines[first], dice_used[first]
+    return unique[:, 1:], unique[:, 0], dice_used.index_select(0, first)
 
 
 def legal_afterstates(board: torch.Tensor, dice: torch.Tensor, rules: Rules = STANDARD) -> Afterstates:
@@ -315,7 +332,7 @@ def legal_afterstates(board: torch.Tensor, dice: torch.Tensor, rules: Rules = ST
     levels = [lines]
     for step in range(4):
         if step >= 2:  # only doubles play a third and a fourth die
-            lines = lines[double[_parent(lines)]]
+            lines = _rows(lines, double[_parent(lines)])
         if lines.shape[0] == 0:
             break
         parent = _parent(lines)
@@ -325,9 +342,8 @@ def legal_afterstates(board: torch.Tensor, dice: torch.Tensor, rules: Rules = ST
             break
         levels.append(lines)
 
-    lines, dice_used = _deduplicate(*_dice_usage_filter(levels, batch))
-    parent = _parent(lines)
+    words, parent, dice_used = _deduplicate(*_dice_usage_filter(levels, batch))
     counts = torch.bincount(parent, minlength=batch)
     offsets = torch.cumsum(counts, 0) - counts
-    boards = lines.view(torch.int8)[:, :BOARD_WIDTH].contiguous()
+    boards = words.view(torch.int8)[:, :BOARD_WIDTH].contiguous()
     return Afterstates(boards=boards, position=parent, counts=counts, offsets=offsets, dice_used=dice_used)
