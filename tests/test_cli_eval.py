@@ -1,0 +1,115 @@
+"""`bgtrain eval` end to end: text and JSON output, dice from an XGID, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import bgtrain.commands.eval as eval_command
+from bgtrain.bearoff import build_bearoff_database, default_path
+from bgtrain.checkpoint import save_checkpoint
+from bgtrain.cli import main
+from bgtrain.network import ValueNetwork
+from bgtrain.outcomes import cubeless_equity
+
+START = "4HPwATDgc/ABMA"
+START_XGID_52 = "XGID=-b----E-C---eE---c-e----B-:0:0:1:52:0:0:0:0:10"
+
+
+@pytest.fixture(scope="module")
+def small_database():
+    return build_bearoff_database(3)
+
+
+@pytest.fixture(autouse=True)
+def small_bearoff_cache(tmp_path, monkeypatch, small_database):
+    """A small bear-off database where the evaluator looks for the cached one, so that no test builds
+    (or reads) the real cache; and one thread, which a shared machine runs search fastest on."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    small_database.save(default_path())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def save_model(path, **model_changes):
+    torch.manual_seed(5)
+    network = ValueNetwork("tesauro198", (16,))
+    model = {**network.model_args(), **model_changes}
+    save_checkpoint(path, {"model": model, "weights": network.state_dict(), "config": {}, "counters": {}})
+    return str(path)
+
+
+@pytest.fixture
+def model(tmp_path):
+    return save_model(tmp_path / "model.pt")
+
+
+def test_text_output(model, capsys):
+    assert main(["eval", START, "--dice", "31", "--model", model]) == 0
+    out = capsys.readouterr().out
+    assert "Position ID: 4HPwATDgc/ABMA" in out and "X to play 31" in out
+    assert "Equity" in out and "0-ply" in out
+    assert "8/5 6/5" in out and "24/23 13/10" in out
+    rows = [line for line in out.splitlines() if line[:6].strip().isdigit()]
+    assert len(rows) == 16  # the 16 distinct plays of 31 from the start
+
+
+def test_json_output(model, capsys):
+    assert main(["eval", START, "--dice", "3-1", "--ply", "1", "--model", model, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["position"]["position_id"] == START and report["position"]["dice"] == [3, 1]
+    assert report["ply"] == 1 and report["model"] == model
+    probabilities = report["evaluation"]["probabilities"]
+    assert set(probabilities) == {"win", "win_gammon", "win_backgammon", "lose_gammon", "lose_backgammon"}
+    equity = float(cubeless_equity(torch.tensor(list(probabilities.values()))))
+    assert report["evaluation"]["equity"] == pytest.approx(equity, abs=1e-5)
+    hint = report["hint"]
+    assert [row["rank"] for row in hint] == list(range(1, 17))
+    assert hint[0]["difference"] == 0.0 and all(row["difference"] <= 0 or row["ply"] < 1 for row in hint)
+    assert {row["ply"] for row in hint} <= {0, 1} and hint[0]["ply"] == 1
+    assert "8/5 6/5" in {row["play"] for row in hint}
+
+
+def test_xgid_brings_its_dice(model, capsys):
+    assert main(["eval", START_XGID_52, "--model", model, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["position"]["format"] == "xgid" and report["position"]["dice"] == [5, 2]
+    assert "13/11 13/8" in {row["play"] for row in report["hint"]}
+    # Without dice there is no hint.
+    assert main(["eval", START, "--model", model, "--json"]) == 0
+    assert "hint" not in json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["4HPwATDgc/ABM"], "neither a GNU Backgammon position ID"),
+        (["4HPwATDgc/AB!A"], "position ID"),
+        (["XGID=-b----E-C---eE---c-e----B-:0:0:1:52:0:0:0:0"], "not 10"),
+        ([START, "--dice", "71"], "dice"),
+        ([START, "--ply", "-1"], "--ply"),
+    ],
+)
+def test_user_errors_are_one_line(model, capsys, arguments, message):
+    assert main(["eval", *arguments, "--model", model]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("bgtrain eval: error: ") and message in error and error.count("\n") == 1
+
+
+def test_model_errors(tmp_path, capsys, monkeypatch):
+    assert main(["eval", START, "--model", str(tmp_path / "missing.pt")]) == 2
+    assert "no checkpoint at" in capsys.readouterr().err
+    foreign = save_model(tmp_path / "foreign.pt", encoder="someone-elses-encoder")
+    assert main(["eval", START, "--model", foreign]) == 2
+    assert "someone-elses-encoder" in capsys.readouterr().err
+    old = save_model(tmp_path / "old.pt", encoder_version=-1)
+    assert main(["eval", START, "--model", old]) == 2
+    assert "version" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(eval_command, "DEFAULT_MODEL", tmp_path / "no-such-default.pt")
+    assert main(["eval", START]) == 2
+    assert "no model: pass --model PATH" in capsys.readouterr().err

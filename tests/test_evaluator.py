@@ -1,0 +1,264 @@
+"""The evaluator: 0-ply contract, exact endings, the n-ply definitions, batching and hints."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bgtrain.bearoff import build_bearoff_database
+from bgtrain.benchmark import play_match
+from bgtrain.checkpoint import save_checkpoint
+from bgtrain.evaluator import Evaluator, MoveFilter, NetworkValue
+from bgtrain.network import ValueNetwork
+from bgtrain.outcomes import (
+    LOSE_GAMMON,
+    WIN,
+    WIN_GAMMON,
+    clamp_outcomes,
+    cubeless_equity,
+    flip_outcomes,
+    terminal_outcomes,
+)
+from engine.board import flip_board, pip_counts
+from engine.game import winning_points
+from engine.movegen import legal_afterstates
+from engine.notation import parse_play
+from engine.position_id import decode_position_id
+from engine.random_play import sample_positions
+from engine.rules import STANDARD
+
+ALL_ROLLS = [(high, low) for high in range(1, 7) for low in range(1, high + 1)]
+START = "4HPwATDgc/ABMA"
+
+
+def weight(roll) -> float:
+    return (1.0 if roll[0] == roll[1] else 2.0) / 36.0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Search runs many mid-sized tensor operations, which two threads slow down tenfold on a shared
+    machine; one thread keeps the file's time predictable."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def network() -> ValueNetwork:
+    torch.manual_seed(1234)
+    return ValueNetwork("tesauro198", (40,)).eval()
+
+
+@pytest.fixture(scope="module")
+def database():
+    return build_bearoff_database(3)
+
+
+@pytest.fixture(scope="module")
+def evaluator(network, database) -> Evaluator:
+    return Evaluator.from_network(network, STANDARD, bearoff=database)
+
+
+@pytest.fixture(scope="module")
+def positions():
+    boards, dice = sample_positions(200, seed=7)
+    return boards, dice
+
+
+def bearoff_board(mover: tuple[int, ...], opponent: tuple[int, ...]) -> torch.Tensor:
+    """The mover's checkers on its points ``mover``; the opponent's on its own points ``opponent``."""
+    board = torch.zeros(28, dtype=torch.int8)
+    for point in mover:
+        board[point] += 1
+    for point in opponent:
+        board[25 - point] -= 1
+    return board
+
+
+class PipValue:
+    """A value function that is not a network (as an exported model would not be): the side ahead in
+    the race is favoured. Only ``evaluate`` and ``evaluate_flipped`` are needed."""
+
+    def evaluate(self, board: torch.Tensor) -> torch.Tensor:
+        mover, opponent = pip_counts(board)
+        win = torch.sigmoid((opponent - mover).float() / 15.0)
+        return torch.stack([win, 0.3 * win, 0.02 * win, 0.3 * (1 - win), 0.02 * (1 - win)], 1)
+
+    def evaluate_flipped(self, afterstates: torch.Tensor) -> torch.Tensor:
+        return self.evaluate(flip_board(afterstates))
+
+
+# --- 0-ply ----------------------------------------------------------------------------------------
+
+
+def test_zero_ply_is_the_network_with_clamps(network, positions):
+    boards, _ = positions
+    evaluator = Evaluator.from_network(network, bearoff=None)
+    expected = clamp_outcomes(network.evaluate(boards), boards, STANDARD)
+    assert torch.allclose(evaluator.probabilities(boards), expected, atol=1e-6)
+    assert torch.allclose(evaluator.equity(boards), cubeless_equity(expected), atol=1e-5)
+
+
+def test_afterstates_at_zero_ply(network, positions):
+    boards, dice = positions
+    evaluator = Evaluator.from_network(network, bearoff=None)
+    afterstates = legal_afterstates(boards, dice).boards
+    ours = evaluator.afterstate_probabilities(afterstates)
+    next_side = flip_board(afterstates)
+    expected = flip_outcomes(clamp_outcomes(network.evaluate(next_side), next_side, STANDARD))
+    points = winning_points(afterstates, STANDARD)
+    won = points > 0
+    expected[won] = terminal_outcomes(points[won])
+    assert torch.allclose(ours, expected, atol=1e-6)
+
+
+def test_a_finished_game_is_exact_at_every_ply(evaluator):
+    # The opponent has borne off all its checkers; the mover, with none off and a checker still in the
+    # opponent's home board, has lost a backgammon.
+    board = torch.zeros(1, 28, dtype=torch.int8)
+    board[0, 24] = 1
+    board[0, 6] = 14
+    for ply in (0, 1):
+        assert torch.equal(evaluator.probabilities(board, ply), terminal_outcomes(torch.tensor([-3])))
+
+
+def test_bearoff_positions_are_exact(evaluator):
+    # The mover's checkers on its 6- and 5-points, the opponent's last checker on its 1-point: the mover
+    # wins only by bearing off both now, with 6-5, 6-6, 5-5, 4-4 or 3-3 (6/36). At 0-ply the database
+    # says so; at 1 and 2 plies the search reaches the same from exact leaves (terminal wins and the
+    # database).
+    board = bearoff_board((6, 5), (1,)).unsqueeze(0)
+    for ply in (0, 1, 2):
+        probs = evaluator.probabilities(board, ply)[0]
+        assert float(probs[WIN]) == pytest.approx(6 / 36, abs=1e-6), ply
+        assert float(probs[1:].abs().max()) == 0.0
+
+
+def test_any_value_function_plugs_in(positions):
+    boards, _ = positions
+    evaluator = Evaluator(PipValue())
+    probs = evaluator.probabilities(boards[:20], 1)
+    assert probs.shape == (20, 5) and bool(((probs >= 0) & (probs <= 1)).all())
+
+
+# --- n-ply ------------------------------------------------------------------------------------------
+
+
+def roll_average(function) -> torch.Tensor:
+    return sum(weight(roll) * function(roll) for roll in ALL_ROLLS)
+
+
+def best_zero_ply(evaluator: Evaluator, board: torch.Tensor, roll) -> torch.Tensor:
+    """The afterstate of ``board: int8[28]`` with the best 0-ply equity for ``roll``: ``int8[1, 28]``."""
+    afterstates = legal_afterstates(board.unsqueeze(0), torch.tensor([roll])).boards
+    equity = cubeless_equity(evaluator.afterstate_probabilities(afterstates, 0))
+    return afterstates[int(equity.argmax())].unsqueeze(0)
+
+
+@pytest.mark.parametrize("value", ["network", "pips"])
+def test_one_ply_averages_the_best_zero_ply_reply(value, network, database, positions):
+    boards, _ = positions
+    function = NetworkValue(network) if value == "network" else PipValue()
+    evaluator = Evaluator(function, STANDARD, database)
+    some = boards[:5]
+    batched = evaluator.probabilities(some, 1)
+    for index, board in enumerate(some):
+        expected = roll_average(
+            lambda roll, board=board: evaluator.afterstate_probabilities(best_zero_ply(evaluator, board, roll))[0]
+        )
+        assert torch.allclose(batched[index], expected, atol=1e-5), index
+
+
+def test_two_ply_definitions(network, database):
+    board = decode_position_id("4HPwATDgc/ABMA")
+    # GNU's definition: each roll's reply is the best at 0-ply, valued at 1-ply.
+    gnu = Evaluator.from_network(network, STANDARD, bearoff=database)
+    expected = roll_average(lambda roll: gnu.afterstate_probabilities(best_zero_ply(gnu, board, roll), 1)[0])
+    assert torch.allclose(gnu.probabilities(board.unsqueeze(0), 2)[0], expected, atol=1e-5)
+    # Deep replies: each roll's reply is the 1-ply move choice, valued at 1-ply, i.e. the top of
+    # the 1-ply hint.
+    deep = Evaluator.from_network(network, STANDARD, bearoff=database, deep_replies=True)
+    boards = board.unsqueeze(0).expand(len(ALL_ROLLS), 28)
+    hints = deep.hint(boards, torch.tensor(ALL_ROLLS), ply=1, limit=1)
+    expected = sum(weight(roll) * torch.tensor(hint[0].probabilities) for roll, hint in zip(ALL_ROLLS, hints))
+    assert torch.allclose(deep.probabilities(board.unsqueeze(0), 2)[0], expected, atol=1e-5)
+
+
+def test_batched_equals_one_at_a_time(evaluator, positions):
+    boards, dice = positions
+    boards, dice = boards[:6], dice[:6]
+    batched = evaluator.probabilities(boards, 1)
+    choices = evaluator.best_moves(boards, dice, 1)
+    for index in range(boards.shape[0]):
+        alone = evaluator.probabilities(boards[index : index + 1], 1)[0]
+        assert torch.allclose(batched[index], alone, atol=1e-6)
+        assert int(evaluator.best_moves(boards[index : index + 1], dice[index : index + 1], 1)[0]) == int(choices[index])
+    # The move choice is the top of the hint.
+    chosen = legal_afterstates(boards, dice).select(choices)
+    hints = evaluator.hint(boards, dice, 1, limit=1)
+    assert [hint[0].board for hint in hints] == [tuple(row) for row in chosen.tolist()]
+
+
+def test_hint_is_ranked_with_correct_notation(evaluator):
+    board = decode_position_id(START)
+    roll = (3, 1)
+    moves = evaluator.hint(board.unsqueeze(0), torch.tensor([roll]), ply=1)[0]
+    afterstates = legal_afterstates(board.unsqueeze(0), torch.tensor([roll]))
+    assert len(moves) == int(afterstates.counts[0]) == 16
+    assert {move.board for move in moves} == {tuple(row) for row in afterstates.boards.tolist()}
+    plies = [move.ply for move in moves]
+    assert plies == sorted(plies, reverse=True) and plies[0] == 1 and 0 < plies.count(1) <= 8
+    for ply in (0, 1):
+        equities = [move.equity for move in moves if move.ply == ply]
+        assert equities == sorted(equities, reverse=True)
+    for move in moves:
+        assert move.difference == pytest.approx(move.equity - moves[0].equity)
+        assert move.equity == pytest.approx(float(cubeless_equity(torch.tensor(move.probabilities))), abs=1e-5)
+        assert parse_play(board.tolist(), move.play, dice=roll) == move.board
+    assert "8/5 6/5" in {move.play for move in moves}
+    assert len(evaluator.hint(board.unsqueeze(0), torch.tensor([roll]), ply=1, limit=3)[0]) == 3
+
+
+def test_move_filter_limits_the_search(network, database):
+    board = decode_position_id(START).unsqueeze(0)
+    narrow = Evaluator.from_network(network, STANDARD, bearoff=database, move_filter=MoveFilter(keep=2))
+    zero = narrow.hint(board, torch.tensor([[3, 1]]), ply=0)[0]
+    one = narrow.hint(board, torch.tensor([[3, 1]]), ply=1)[0]
+    searched = [move.board for move in one if move.ply == 1]
+    assert len(searched) == 2 and set(searched) == {move.board for move in zero[:2]}
+    # A zero threshold keeps only the best (and exact ties).
+    single = Evaluator.from_network(network, STANDARD, bearoff=database, move_filter=MoveFilter(threshold=0.0))
+    assert [move.ply for move in single.hint(board, torch.tensor([[3, 1]]), ply=1)[0]].count(1) == 1
+    with pytest.raises(ValueError):
+        MoveFilter(keep=0)
+    with pytest.raises(ValueError):
+        MoveFilter(threshold=-0.1)
+    with pytest.raises(ValueError):
+        narrow.probabilities(board, -1)
+
+
+def test_gammon_fields_follow_the_clamps(evaluator, positions):
+    boards, _ = positions
+    probs = evaluator.probabilities(boards, 1)
+    assert bool((probs[:, WIN_GAMMON] <= probs[:, WIN] + 1e-6).all())
+    assert bool((probs[:, LOSE_GAMMON] <= 1 - probs[:, WIN] + 1e-6).all())
+
+
+def test_search_agent_plays_a_match():
+    evaluator = Evaluator(PipValue())  # racing play: short games
+    result = play_match(evaluator.agent(1), evaluator.agent(0), games=2, seed=3)
+    assert result.games == 2 and result.agent_a == "1-ply" and result.agent_b == "0-ply"
+
+
+def test_from_path(tmp_path, network, positions):
+    boards, _ = positions
+    path = tmp_path / "model.pt"
+    save_checkpoint(path, {"model": network.model_args(), "weights": network.state_dict(), "config": {},
+                           "counters": {}})
+    loaded = Evaluator.from_path(path, bearoff=False)
+    direct = Evaluator.from_network(network, bearoff=False)
+    assert torch.allclose(loaded.probabilities(boards), direct.probabilities(boards))
+    with pytest.raises(FileNotFoundError):
+        Evaluator.from_path(tmp_path / "missing.pt", bearoff=False)
