@@ -47,8 +47,8 @@ from bgtrain.cube import (
     action_label,
     cube_decision,
 )
-from bgtrain.encoding import is_race
 from bgtrain.met import default_met
+from bgtrain.position_kinds import position_kinds
 from engine.board import pip_counts
 from engine.match_id import MatchState, encode_match_id
 from engine.position_id import encode_position_id
@@ -72,35 +72,6 @@ OPTION = re.compile(
     re.MULTILINE,
 )
 PROPER = re.compile(r"^Proper cube action: (.*?)(?: \(\d+(?:\.\d+)?%\))?\s*$", re.MULTILINE)
-
-
-def position_kinds(board: torch.Tensor) -> torch.Tensor:
-    """GNU Backgammon's position classes for cube efficiency (``eval.c`` ``ClassifyPosition``) from
-    ``board: int8[B, 28]``: ``int64[B]`` of ``PositionKind``.
-
-    Crashed: a side has at most 6 checkers left in play, or at most 6 besides a stack (more than one
-    checker) on its ace point and, if the deuce point also holds more than one, besides those too.
-    """
-    b = board.to(torch.int64)
-    mover_total = b[:, 1:26].clamp(min=0).sum(-1)
-    opponent_total = (-b[:, 0:25]).clamp(min=0).sum(-1)
-    race = is_race(board)
-    mover_home = b[:, 7:26].clamp(min=0).sum(-1) == 0
-    opponent_home = (-b[:, 0:19]).clamp(min=0).sum(-1) == 0
-
-    def crashed(total, ace, deuce):
-        stacked = (ace > 1) & ((total <= 6 + ace) | ((deuce > 1) & (1 + total - (ace + deuce) <= 6)))
-        unstacked = (ace <= 1) & (total <= 6 + (deuce - 1))
-        return (total <= 6) | stacked | unstacked
-
-    crash = crashed(mover_total, b[:, 1].clamp(min=0), b[:, 2].clamp(min=0))
-    crash |= crashed(opponent_total, (-b[:, 24]).clamp(min=0), (-b[:, 23]).clamp(min=0))
-    kinds = torch.full_like(mover_total, int(PositionKind.CONTACT))
-    kinds = torch.where(crash, int(PositionKind.CRASHED), kinds)
-    kinds = torch.where(race, int(PositionKind.RACE), kinds)
-    kinds = torch.where(race & mover_home & opponent_home, int(PositionKind.BEAROFF), kinds)
-    kinds = torch.where((mover_total == 0) | (opponent_total == 0), int(PositionKind.OVER), kinds)
-    return kinds
 
 
 @dataclass(frozen=True)

@@ -113,3 +113,30 @@ def test_model_errors(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(eval_command, "DEFAULT_MODEL", tmp_path / "no-such-default.pt")
     assert main(["eval", START]) == 2
     assert "no model: pass --model PATH" in capsys.readouterr().err
+
+
+def test_cube_decision_follows_the_money_game_and_the_match_score(model, capsys):
+    assert main(["eval", START, "--model", model, "--json"]) == 0
+    money = json.loads(capsys.readouterr().out)["cube"]
+    assert money["game"] == "money" and money["cube"] == {"value": 1, "owner": "centred"}
+    assert money["equities"]["double_pass"] == 1.0
+    assert set(money["costs"]) == {"no_double", "double", "take", "pass"}
+    # The same position as an XGID of a 7-point match at 2-4 with the player on roll owning a 2-cube.
+    xgid = "XGID=-b----E-C---eE---c-e----B-:1:1:1:00:2:4:0:7:10"
+    assert main(["eval", xgid, "--model", model, "--json"]) == 0
+    match = json.loads(capsys.readouterr().out)["cube"]
+    assert match["game"] == "7-point match, 2-4" and match["cube"] == {"value": 2, "owner": "mover"}
+    assert 0.0 < match["match_winning_chances"]["cubeless"] < 1.0
+    # Options override what the input says; the Crawford game has no cube.
+    assert main(["eval", START, "--model", model, "--json", "--match", "5", "--score", "4-2", "--crawford"]) == 0
+    crawford = json.loads(capsys.readouterr().out)["cube"]
+    assert crawford["equities"]["double_take"] is None and "ouble" not in crawford["action"].replace("Never double", "")
+
+
+def test_cube_text_and_errors(model, capsys):
+    assert main(["eval", START, "--model", model, "--cube", "2", "--owner", "opponent"]) == 0
+    assert "Cube decision (money, cube 2 opponent" in capsys.readouterr().out
+    assert main(["eval", START, "--model", model, "--score", "2-4"]) == 2
+    assert "need --match" in capsys.readouterr().err
+    assert main(["eval", START, "--model", model, "--cube", "3"]) == 2
+    assert "power of two" in capsys.readouterr().err

@@ -7,6 +7,12 @@ POSITION is a GNU Backgammon position ID (``4HPwATDgc/ABMA``) or an XGID (``XGID
 0:0:1:31:0:0:0:0:10``, the ``XGID=`` prefix optional); the side to move is the player on roll. Dice come
 from ``--dice``, else from the XGID when it has a roll. Everything is cubeless and from the side to move.
 
+The cube decision for the player on roll (No double / Double, take / Double, pass / Too good, with the
+equities and the cost of each wrong choice) uses the cube and score written in the XGID or in a GNU
+``positionID:matchID`` pair, or the options: ``--cube 2 --owner mover``, ``--match 7 --score 2-4
+[--crawford]`` (the player on roll's score first), ``--no-jacoby``, ``--beavers``. It is Janowski's
+cubeful equity on the probabilities of the chosen ply (``bgtrain.cube``).
+
 ``--ply N`` searches N plies deep (GNU Backgammon's numbering: 0 is the network alone; 1 and 2 take
 a fraction of a second; every further ply costs about 20 times more). ``--model`` defaults to
 ``checkpoints/bgtrain-default.pt``. ``--json`` prints one JSON object with the same content.
@@ -17,15 +23,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from bgtrain.commands.moves import parse_dice
+from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
 from bgtrain.evaluator import Evaluator, HintMove
 from bgtrain.outcomes import cubeless_equity
+from bgtrain.position_kinds import cube_efficiency
 from engine.drawing import draw_board
+from engine.match_id import decode_match_id
 from engine.position_id import POSITION_ID_LENGTH, decode_position_id, encode_position_id
 from engine.rules import STANDARD
 from engine.xgid import XGID_FIELDS, XGID_PREFIX, decode_xgid
@@ -41,6 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help=f"checkpoint to evaluate with (default {DEFAULT_MODEL})")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    cube = parser.add_argument_group("cube and score (default: from the XGID or match ID, else a centred 1-cube)")
+    cube.add_argument("--cube", type=int, help="cube value (1, 2, 4, ...)")
+    cube.add_argument("--owner", choices=("centred", "mover", "opponent"), help="who owns the cube")
+    cube.add_argument("--match", type=int, help="match length (0 or absent: money play)")
+    cube.add_argument("--score", help="the player on roll's score and the opponent's, e.g. 2-4")
+    cube.add_argument("--crawford", action="store_true", help="this is the Crawford game")
+    cube.add_argument("--no-jacoby", action="store_true", help="money play without the Jacoby rule")
+    cube.add_argument("--beavers", action="store_true", help="money play with beavers")
 
 
 def default_model() -> Path:
@@ -51,19 +70,124 @@ def default_model() -> Path:
     raise FileNotFoundError(f"no model: pass --model PATH (the default {DEFAULT_MODEL} does not exist)")
 
 
-def parse_position(text: str) -> tuple[torch.Tensor, tuple[int, int] | None, str]:
-    """(board ``int8[28]`` from the player on roll, the roll written in it or None, its kind)."""
+@dataclass(frozen=True)
+class CubeSetting:
+    """The cube and score as the input wrote them (None: not said)."""
+
+    value: int | None = None
+    owner: str | None = None
+    match_length: int | None = None
+    score: tuple[int, int] | None = None  # (player on roll, opponent)
+    crawford: bool | None = None
+    jacoby: bool | None = None
+    beavers: bool | None = None
+
+
+def parse_position(text: str) -> tuple[torch.Tensor, tuple[int, int] | None, str, CubeSetting]:
+    """(board ``int8[28]`` from the player on roll, the roll written in it or None, its kind, the cube
+    and score it carries)."""
     text = text.strip()
     if text.startswith(XGID_PREFIX) or text.count(":") == XGID_FIELDS - 1:
         position = decode_xgid(text, STANDARD)
         dice = position.dice if position.dice != (0, 0) else None
-        return position.board_tensor(), dice, "xgid"
-    if len(text) == POSITION_ID_LENGTH and ":" not in text:
-        return decode_position_id(text, STANDARD), None, "position_id"
+        setting = CubeSetting(
+            value=position.cube_value,
+            owner=position.cube_owner,
+            match_length=position.match_length,
+            score=(position.mover_score, position.opponent_score),
+            crawford=position.crawford,
+            jacoby=position.jacoby,
+            beavers=position.beaver,
+        )
+        return position.board_tensor(), dice, "xgid", setting
+    position_text, _, match_text = text.partition(":")
+    if len(position_text) == POSITION_ID_LENGTH and ":" not in match_text:
+        board = decode_position_id(position_text, STANDARD)
+        if not match_text:
+            return board, None, "position_id", CubeSetting()
+        match = decode_match_id(match_text)
+        mover = match.player_on_roll
+        owner = "centred" if match.cube_owner == "centred" else (
+            "mover" if match.cube_owner == f"player{mover}" else "opponent")
+        dice = match.dice if match.dice != (0, 0) else None
+        setting = CubeSetting(
+            value=match.cube_value,
+            owner=owner,
+            match_length=match.match_length,
+            score=(match.score[mover], match.score[1 - mover]),
+            crawford=match.crawford,
+            jacoby=match.jacoby,
+        )
+        return board, dice, "position_id:match_id", setting
     raise ValueError(
         f"position {text!r} is neither a GNU Backgammon position ID ({POSITION_ID_LENGTH} characters, "
-        f"like 4HPwATDgc/ABMA) nor an XGID ({XGID_FIELDS} fields separated by ':')"
+        f"like 4HPwATDgc/ABMA, optionally followed by ':' and a match ID) nor an XGID "
+        f"({XGID_FIELDS} fields separated by ':')"
     )
+
+
+def cube_and_game(args: argparse.Namespace, written: CubeSetting) -> tuple[CubeState, MoneyGame | MatchGame]:
+    """The cube state and game (money or match) from the options, else from the input, else defaults."""
+
+    def pick(option, value, default):
+        return option if option is not None else (value if value is not None else default)
+
+    cube = CubeState(pick(args.cube, written.value, 1), pick(args.owner, written.owner, "centred"))
+    length = pick(args.match, written.match_length, 0)
+    if args.score is not None:
+        mover, dash, opponent = args.score.partition("-")
+        if not dash or not mover.isdigit() or not opponent.isdigit():
+            raise ValueError(f"--score {args.score!r}: write the player on roll's score and the opponent's, like 2-4")
+        score = (int(mover), int(opponent))
+    else:
+        score = written.score or (0, 0)
+    if not length:
+        if args.score is not None or args.crawford:
+            raise ValueError("--score and --crawford need --match LENGTH (a money game has no score)")
+        jacoby = not args.no_jacoby and pick(None, written.jacoby, True)
+        beavers = args.beavers or bool(written.beavers)
+        return cube, MoneyGame(jacoby=jacoby, beavers=beavers)
+    crawford = args.crawford or bool(written.crawford)
+    return cube, MatchGame(length, score=score, crawford=crawford)
+
+
+def cube_report(probabilities: torch.Tensor, board: torch.Tensor, cube: CubeState, game) -> dict:
+    """The cube decision of the player on roll from its outcome probabilities ``float[5]``."""
+    efficiency = cube_efficiency(board.unsqueeze(0).cpu())
+    decision = cube_decision(probabilities.unsqueeze(0).double().cpu(), cube, game, efficiency)
+
+    def number(tensor) -> float | None:
+        value = float(tensor[0])
+        return None if math.isnan(value) else round(value, 6)
+
+    report = {
+        "game": ("money" if isinstance(game, MoneyGame) else
+                 f"{game.length}-point match, {game.score[0]}-{game.score[1]}" + (", Crawford" if game.crawford else "")),
+        "cube": {"value": cube.value, "owner": cube.owner},
+        "efficiency": number(decision.efficiency),
+        "action": action_label(int(decision.action[0]), cube),
+        "response": TakeAction(int(decision.take[0])).name.lower(),
+        "equities": {
+            "cubeless": number(decision.cubeless_equity),
+            "no_double": number(decision.no_double),
+            "double_take": number(decision.double_take),
+            "double_pass": number(decision.double_pass),
+        },
+        "costs": {
+            "no_double": number(decision.cost_no_double),
+            "double": number(decision.cost_double),
+            "take": number(decision.cost_take),
+            "pass": number(decision.cost_pass),
+        },
+    }
+    if isinstance(game, MatchGame):
+        report["match_winning_chances"] = {
+            "cubeless": number(decision.cubeless_mwc),
+            "no_double": number(decision.no_double_mwc),
+            "double_take": number(decision.double_take_mwc),
+            "double_pass": number(decision.double_pass_mwc),
+        }
+    return report
 
 
 def _probabilities(values) -> dict[str, float]:
@@ -74,8 +198,9 @@ def build_report(args: argparse.Namespace) -> dict:
     """Everything the command shows, as plain data; sections appear in this order in text and JSON."""
     if args.ply < 0:
         raise ValueError(f"--ply must be >= 0, not {args.ply}")
-    board, position_dice, kind = parse_position(args.position)
+    board, position_dice, kind, written = parse_position(args.position)
     dice = parse_dice(args.dice, "--dice") if args.dice else position_dice
+    cube, game = cube_and_game(args, written)
     model = Path(args.model) if args.model else default_model()
     device = torch.device(args.device)
     evaluator = Evaluator.from_path(model, device)
@@ -98,6 +223,7 @@ def build_report(args: argparse.Namespace) -> dict:
         "probabilities": _probabilities(probabilities.tolist()),
         "equity": round(float(cubeless_equity(probabilities)), 6),
     }
+    report["cube"] = cube_report(probabilities, board, cube, game)
     if dice:
         roll = torch.tensor([dice], dtype=torch.int8, device=device)
         moves = evaluator.hint(boards, roll, args.ply)[0]
@@ -163,8 +289,32 @@ def render_hint(report: dict) -> list[str]:
     return lines
 
 
+def render_cube(report: dict) -> list[str]:
+    cube = report["cube"]
+    equities, costs = cube["equities"], cube["costs"]
+
+    def show(value):
+        return "   n/a" if value is None else f"{value:+.3f}"
+
+    lines = [f"Cube decision ({cube['game']}, cube {cube['cube']['value']} {cube['cube']['owner']}, "
+             f"efficiency {cube['efficiency']:.2f}; equities normalised to the cube):"]
+    rows = (("No double", equities["no_double"], costs["no_double"]),
+            ("Double, take", equities["double_take"], None),
+            ("Double, pass", equities["double_pass"], None))
+    for name, equity, _ in rows:
+        lines.append(f"  {name:<14}{show(equity)}")
+    lines.append(f"  Proper cube action: {cube['action']}")
+    mistakes = [f"{name} {value:.3f}" for name, value in
+                (("no double", costs["no_double"]), ("double", costs["double"]),
+                 ("take", costs["take"]), ("pass", costs["pass"])) if value]
+    if mistakes:
+        lines.append("  Cost of each wrong choice: " + ", ".join(mistakes))
+    lines.append("")
+    return lines
+
+
 # The text output: one renderer per report section, in display order.
-TEXT_SECTIONS = (render_position, render_evaluation, render_hint)
+TEXT_SECTIONS = (render_position, render_evaluation, render_cube, render_hint)
 
 
 def run(args: argparse.Namespace) -> int:
