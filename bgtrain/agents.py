@@ -10,8 +10,9 @@ from typing import Protocol
 
 import torch
 
-from bgtrain.outcomes import cubeless_equity, flip_outcomes, terminal_outcomes
+from bgtrain.outcomes import check_outcome_rules, cubeless_equity, flip_outcomes, terminal_outcomes
 from bgtrain.pubeval import is_race, pubeval_scores
+from engine.board import flip_board
 from engine.game import winning_points
 from engine.movegen import Afterstates
 from engine.random_play import random_choice
@@ -38,19 +39,25 @@ def argmax_per_position(scores: torch.Tensor, afterstates: Afterstates) -> torch
     return first - afterstates.offsets
 
 
-def afterstate_outcomes(evaluate_next_side, afterstates: torch.Tensor, rules: Rules) -> torch.Tensor:
+def afterstate_outcomes(
+    evaluate_next_side, afterstates: torch.Tensor, rules: Rules, extra_roll: torch.Tensor | None = None
+) -> torch.Tensor:
     """Outcome probabilities of afterstates for the side that just moved: ``float[N, 5]``.
 
     ``evaluate_next_side(afterstates) -> float[N, 5]`` scores each afterstate for the side to move
     next (``ValueNetwork.evaluate_flipped``, or ``evaluate`` of ``flip_board``); the result is flipped
-    back to the mover. A move that bears off the last checker scores as the real win (1, 2 or 3
-    points), not as the network's guess.
+    back to the mover. Where ``extra_roll: bool[N]`` is set (acey-deucey) the mover moves again, so
+    the afterstate is scored for the mover as it stands. A move that bears off the last checker
+    scores as the real result (1, 2 or 3 points, or the loss of play-to-lose), not as the network's
+    guess.
     """
     outcomes = flip_outcomes(evaluate_next_side(afterstates))
+    if extra_roll is not None and bool(extra_roll.any()):
+        outcomes[extra_roll] = evaluate_next_side(flip_board(afterstates[extra_roll]))
     points = winning_points(afterstates, rules)
-    won = points > 0
-    if bool(won.any()):
-        outcomes[won] = terminal_outcomes(points[won], outcomes.dtype)
+    ends = points != 0
+    if bool(ends.any()):
+        outcomes[ends] = terminal_outcomes(points[ends], outcomes.dtype)
     return outcomes
 
 
@@ -86,6 +93,7 @@ class GreedyValueAgent:
     """
 
     def __init__(self, evaluate_next_side, name: str, rules: Rules = STANDARD) -> None:
+        check_outcome_rules(rules)
         self.name = name
         self.evaluate_next_side = evaluate_next_side
         self.rules = rules
@@ -95,5 +103,6 @@ class GreedyValueAgent:
         return cls(lambda afterstates: network.evaluate_flipped(afterstates, rules), name, rules)
 
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:
-        outcomes = afterstate_outcomes(self.evaluate_next_side, afterstates.boards, self.rules)
+        extra_roll = afterstates.extra_roll if self.rules.acey_deucey else None
+        outcomes = afterstate_outcomes(self.evaluate_next_side, afterstates.boards, self.rules, extra_roll)
         return argmax_per_position(cubeless_equity(outcomes), afterstates)

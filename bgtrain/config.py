@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bgtrain.encoding import ENCODERS
-
-import tomllib
+from engine.variants import VARIANTS
 
 
 def _choice(section: str, name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -44,8 +44,11 @@ class RunConfig:
     """Torch device for self-play and training: "cpu", "cuda" or "cuda:N"."""
     out_dir: str = "runs"
     """Parent directory of run directories (config, TensorBoard events, checkpoints)."""
+    variant: str = "backgammon"
+    """Rules variant by name (``engine.variants.VARIANTS``): "backgammon", "nackgammon", "hypergammon", ..."""
 
     def __post_init__(self) -> None:
+        _choice("run", "variant", self.variant, tuple(VARIANTS))
         if not self.name or "/" in self.name:
             raise ValueError(f"[run] name = {self.name!r}: must be a non-empty name without '/'")
         if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):

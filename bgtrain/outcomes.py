@@ -126,3 +126,14 @@ def clamp_outcomes(probs: torch.Tensor, board: torch.Tensor, rules: Rules) -> to
     lose_gammon = torch.minimum(probs[..., LOSE_GAMMON] * can_lose_gammon, 1.0 - win)
     lose_backgammon = torch.minimum(probs[..., LOSE_BACKGAMMON] * can_lose_backgammon, lose_gammon)
     return torch.stack((win, win_gammon, win_backgammon, lose_gammon, lose_backgammon), dim=-1)
+
+
+def check_outcome_rules(rules: Rules) -> None:
+    """Raise ``ValueError`` for rules whose games can be worth more than the 3 points these five
+    probabilities value (acey-deucey scored by checkers left: up to 15)."""
+    if rules.max_points > 3:
+        raise ValueError(
+            f"variant {rules.name!r} scores {rules.scoring!r}, up to {rules.max_points} points a game; "
+            "the five outcome probabilities value games of 1, 2 or 3 points "
+            "(acey-deucey-single is the one-point reading)"
+        )

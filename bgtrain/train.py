@@ -29,6 +29,11 @@ Two forms of TD(lambda), chosen by ``train.method``:
     slower; it uses plain SGD, and the step is averaged over the game slots.
 
 V(x_{t+1}) is the value computed when the move was chosen, i.e. by the weights of that moment.
+
+Variants (``[run] variant``, ``engine.variants``): a play-to-lose game ends with a negative result for
+the side that bore off first; an acey-deucey play that earns an extra roll leaves the same side to
+move, so its next position is not flipped (``Turn.extra_roll``). Scoring by checkers left (up to 15
+points) is outside the five-outcome contract and is refused (``check_outcome_rules``).
 """
 
 from __future__ import annotations
@@ -52,13 +57,14 @@ from bgtrain.benchmark import MatchResult, play_match
 from bgtrain.checkpoint import load_checkpoint, network_from_checkpoint, save_checkpoint
 from bgtrain.config import Config, config_from_dict, config_to_dict, to_toml_text
 from bgtrain.network import ValueNetwork
-from bgtrain.outcomes import cubeless_equity, flip_outcomes, terminal_outcomes
+from bgtrain.outcomes import check_outcome_rules, cubeless_equity, flip_outcomes, terminal_outcomes
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
 from engine.movegen import legal_afterstates
 from engine.random_play import random_choice
-from engine.rules import STANDARD, Rules
+from engine.rules import Rules
 from engine.state import State
+from engine.variants import get_rules
 
 
 @dataclass
@@ -67,9 +73,10 @@ class Turn:
 
     board: torch.Tensor  # int8[G, 28]: the position before the move, from its side to move
     next_value: torch.Tensor  # float[G, 5]: V(position after the move), for that position's side to move
-    ended: torch.Tensor  # bool[G]: the move won the game
+    ended: torch.Tensor  # bool[G]: the move ended the game
     outcome: torch.Tensor  # float[G, 5]: the exact outcome for this turn's mover, where ended
     truncated: torch.Tensor  # bool[G]: the game was cut at the turn limit after this move
+    extra_roll: torch.Tensor | None = None  # bool[G]: the same side moves next (acey-deucey); None: never
 
 
 def selfplay_turn(
@@ -84,23 +91,32 @@ def selfplay_turn(
     afterstates = legal_afterstates(state.board, state.dice, rules)
     # V of each afterstate for the next side to move, then the mover's view of it.
     next_side = network.evaluate_flipped(afterstates.boards, rules)
-    mover_view = flip_outcomes(next_side)
+    extra_roll = afterstates.extra_roll
+    if rules.acey_deucey:
+        # After a play that earns an extra roll the mover is to move again.
+        if bool(extra_roll.any()):
+            next_side[extra_roll] = network.evaluate(afterstates.boards[extra_roll], rules)
+        mover_view = torch.where(extra_roll.unsqueeze(1), next_side, flip_outcomes(next_side))
+    else:
+        mover_view = flip_outcomes(next_side)
     points = winning_points(afterstates.boards, rules)
-    won = points > 0
-    mover_view = torch.where(won.unsqueeze(1), terminal_outcomes(points.clamp(min=1), mover_view.dtype), mover_view)
+    ends = points != 0  # negative in play-to-lose
+    exact = terminal_outcomes(torch.where(ends, points, 1), mover_view.dtype)
+    mover_view = torch.where(ends.unsqueeze(1), exact, mover_view)
     choice = argmax_per_position(cubeless_equity(mover_view), afterstates)
     if epsilon > 0:
         explores = torch.rand(choice.shape[0], generator=explore, device=choice.device) < epsilon
         choice = torch.where(explores, random_choice(afterstates, explore), choice)
     flat = afterstates.offsets + choice
     chosen_points = points[flat]
-    ended = chosen_points > 0
+    ended = chosen_points != 0
     turn = Turn(
         board=state.board,
         next_value=next_side[flat],
         ended=ended,
-        outcome=terminal_outcomes(chosen_points.clamp(min=1), next_side.dtype),
+        outcome=terminal_outcomes(torch.where(ended, chosen_points, 1), next_side.dtype),
         truncated=torch.zeros_like(ended),
+        extra_roll=extra_roll[flat] if rules.acey_deucey else None,
     )
     return turn, afterstates.boards[flat]
 
@@ -113,7 +129,12 @@ def lambda_returns(turns: list[Turn], td_lambda: float) -> list[torch.Tensor]:
     for turn in reversed(turns):
         ahead = turn.next_value if later is None else (1 - td_lambda) * turn.next_value + td_lambda * later
         ahead = torch.where(turn.truncated.unsqueeze(1), turn.next_value, ahead)
-        now = torch.where(turn.ended.unsqueeze(1), turn.outcome, flip_outcomes(ahead))
+        # ``ahead`` is for the next position's side to move: the other side, or after an extra roll
+        # this turn's mover.
+        mover_ahead = flip_outcomes(ahead)
+        if turn.extra_roll is not None:
+            mover_ahead = torch.where(turn.extra_roll.unsqueeze(1), ahead, mover_ahead)
+        now = torch.where(turn.ended.unsqueeze(1), turn.outcome, mover_ahead)
         returns.append(now)
         later = now
     returns.reverse()
@@ -180,16 +201,24 @@ class EligibilityTraces:
                 turned = previous[:, self.order] * self.sign.view(1, 5, *extra)
                 trace = jacobians[name] + td_lambda * turned
                 parameter.add_(learning_rate * (delta.view(-1, 5, *extra) * trace).sum(1).mean(0))
+                if turn.extra_roll is not None:
+                    # The next turn is this side's again after an extra roll: store the trace turned,
+                    # so that turning it at the next step gives it back (the turn is an involution).
+                    again = turn.extra_roll.view(-1, 1, *extra)
+                    trace = torch.where(again, trace[:, self.order] * self.sign.view(1, 5, *extra), trace)
                 # A trace ends with its game: the next game in the slot starts afresh.
                 self.traces[name] = trace * (1 - done).view(-1, 1, *extra)
         return float(delta.abs().mean())
+
+
+_TURN_FIELDS = ("board", "next_value", "ended", "outcome", "truncated", "extra_roll")
 
 
 def code_version() -> str:
     try:
         root = Path(__file__).resolve().parent.parent
         described = subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True, text=True, timeout=5
+            ["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True, text=True, timeout=5, check=False
         )
         return described.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
@@ -199,8 +228,10 @@ def code_version() -> str:
 class Run:
     """A training run: its network, optimizer, self-play state, buffer and counters."""
 
-    def __init__(self, config: Config, rules: Rules = STANDARD) -> None:
+    def __init__(self, config: Config, rules: Rules | None = None) -> None:
         self.config = config
+        rules = get_rules(config.run.variant) if rules is None else rules
+        check_outcome_rules(rules)
         self.rules = rules
         self.device = torch.device(config.run.device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
@@ -243,7 +274,7 @@ class Run:
         turn, chosen = selfplay_turn(
             self.network, self.state, self.rules, config.selfplay.exploration_epsilon, self.explore
         )
-        state = play(self.state, chosen, self.rules, self.dice)
+        state = play(self.state, chosen, self.rules, self.dice, turn.extra_roll)
         truncated = ~state.game_over & (state.turn >= config.selfplay.turn_limit)
         turn.truncated = truncated
         finished = state.game_over | truncated
@@ -318,7 +349,10 @@ class Run:
                 "dice": self.dice.get_state(),
                 "explore": self.explore.get_state(),
                 "state": {name: getattr(state, name).cpu() for name in ("board", "dice", "seat", "turn", "game_over", "result")},
-                "buffer": [{k: getattr(t, k).cpu() for k in ("board", "next_value", "ended", "outcome", "truncated")} for t in self.buffer],
+                "buffer": [
+                    {k: getattr(t, k).cpu() for k in _TURN_FIELDS if getattr(t, k) is not None}
+                    for t in self.buffer
+                ],
                 "traces": None if self.traces is None else {k: v.cpu() for k, v in self.traces.traces.items()},
             }
         return payload

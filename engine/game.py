@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.board import HOME_POINTS, OPPONENT_BAR, borne_off, flip_board
+from engine.board import HOME_POINTS, OPPONENT_BAR, OPPONENT_IN_HAND, borne_off, flip_board
 from engine.dice import DiceSource
 from engine.rules import Rules
 from engine.state import State
@@ -26,45 +26,66 @@ def new_games(rules: Rules, batch: int, dice: DiceSource, device: torch.device |
 
 
 def winning_points(afterstate: torch.Tensor, rules: Rules) -> torch.Tensor:
-    """Points the mover wins with this afterstate: 0 while the game goes on, else 1, 2 or 3.
+    """Points the mover wins with this afterstate (``int8[N]``): 0 while the game goes on, else the
+    game's value, negative when bearing off the last checker loses.
 
-    ``afterstate: int8[N, 28]`` from the mover's side. Scoring: a single game is 1 point; a gammon
-    (2) when the loser has borne off none; a backgammon (3) when the loser has borne off none and
-    still has a checker on the bar or in the winner's home board.
+    ``afterstate: int8[N, 28]`` from the mover's side. The game ends when the mover has borne off
+    every checker. Scoring (``Rules.scoring``), "standard": a single game is 1 point; a gammon (2)
+    when the loser has borne off none; a backgammon (3) when the loser has borne off none and still
+    has a checker on the bar, in hand or in the winner's home board. "checkers_left" (acey-deucey): one
+    point per checker the loser has not borne off. Play to lose (``Rules.first_off_loses``): the
+    side that bears off all its checkers first loses the game's value.
     """
-    # The mover has won when none of its checkers is left on the row (cheap: most rows are not won,
-    # and the full scoring below runs only on those that are).
-    won = ~(afterstate[:, 1:27] > 0).any(1)
-    points = won.to(torch.int8)
-    if afterstate.device.type == "cpu" and not bool(won.any()):
-        return points
-    _, opponent_off = borne_off(afterstate, rules.checkers_per_side)
-    gammon = won & (opponent_off == 0) & rules.gammons
-    opponent_behind = (afterstate[:, OPPONENT_BAR] < 0) | (afterstate[:, HOME_POINTS] < 0).any(1)
-    backgammon = gammon & opponent_behind & rules.backgammons
-    return points + gammon.to(torch.int8) + backgammon.to(torch.int8)
+    # The mover has finished when none of its checkers is left on the row (cheap: most rows are
+    # not, and the full scoring below runs only on those that are).
+    finished = ~(afterstate[:, 1:27] > 0).any(1)
+    points = finished.to(torch.int8)
+    if afterstate.device.type != "cpu" or bool(finished.any()):
+        _, opponent_off = borne_off(afterstate, rules.checkers_per_side)
+        if rules.scoring == "checkers_left":
+            points = torch.where(finished, rules.checkers_per_side - opponent_off, 0).to(torch.int8)
+        else:
+            gammon = finished & (opponent_off == 0) & rules.gammons
+            opponent_behind = (afterstate[:, OPPONENT_BAR] < 0) | (afterstate[:, HOME_POINTS] < 0).any(1)
+            opponent_behind |= afterstate[:, OPPONENT_IN_HAND] < 0
+            backgammon = gammon & opponent_behind & rules.backgammons
+            points = points + gammon.to(torch.int8) + backgammon.to(torch.int8)
+    return -points if rules.first_off_loses else points
 
 
-def play(state: State, afterstate: torch.Tensor, rules: Rules, dice: DiceSource) -> State:
+def play(
+    state: State,
+    afterstate: torch.Tensor,
+    rules: Rules,
+    dice: DiceSource,
+    extra_roll: torch.Tensor | None = None,
+) -> State:
     """Each game moves to its chosen afterstate (``int8[B, 28]``, from the mover's side); a game the
-    move wins ends with its score, the others pass to the other side with a fresh roll.
-    Games already over are left as they are."""
+    move ends is scored, the others pass to the other side with a fresh roll, or, where
+    ``extra_roll: bool[B]`` is set (acey-deucey, ``Afterstates.select_extra_roll``), stay with the
+    same side, which rolls again. Games already over are left as they are."""
+    if extra_roll is None:
+        if rules.acey_deucey:
+            raise ValueError(
+                f"rules {rules.name!r} give extra rolls: pass the chosen afterstates' extra_roll to play()"
+            )
+        extra_roll = torch.zeros_like(state.game_over)
     live = ~state.game_over
     points = winning_points(afterstate, rules)
-    won = live & (points > 0)
-    goes_on = live & ~won
+    ends = live & (points != 0)
+    goes_on = live & ~ends
+    passes = goes_on & ~extra_roll
     sign = 1 - 2 * state.seat.to(torch.int8)  # seat 0 scores +, seat 1 scores -
     next_dice = dice.roll(state.batch_size).to(state.device)
-    rows = live.unsqueeze(1)
-    on = goes_on.unsqueeze(1)
-    board = torch.where(on, flip_board(afterstate), torch.where(rows, afterstate, state.board))
+    stays = torch.where(live.unsqueeze(1), afterstate, state.board)
+    board = torch.where(passes.unsqueeze(1), flip_board(afterstate), stays)
     return State(
         board=board,
-        dice=torch.where(on, next_dice, state.dice),
-        seat=torch.where(goes_on, 1 - state.seat, state.seat),
+        dice=torch.where(goes_on.unsqueeze(1), next_dice, state.dice),
+        seat=torch.where(passes, 1 - state.seat, state.seat),
         turn=state.turn + live.to(torch.int32),
-        game_over=state.game_over | won,
-        result=torch.where(won, points * sign, state.result),
+        game_over=state.game_over | ends,
+        result=torch.where(ends, points * sign, state.result),
     )
 
 

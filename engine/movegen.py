@@ -15,6 +15,17 @@ How it works (all steps are tensor operations over the whole batch):
    a lower one's first), and without it doubles produce about ten times more duplicates.
 3. The dice-usage rule (``_dice_usage_filter``) picks, per position, which finished lines count.
 4. Duplicates are removed with a 64-bit hash of the packed row, checked for exact equality.
+5. Acey-deucey (``Rules.acey_deucey``): a 1-2 whose two dice were both played goes on with each of
+   the six doubles, as a second batched call on its afterstates (``_acey_deucey_turns``).
+
+Variants change single moves (``_single_moves``): checkers in hand may move on before all have
+entered, and Dutch backgammon forbids hits until a checker is home.
+
+The extra roll: an afterstate is the resulting position plus one flag, ``extra_roll`` (an
+acey-deucey 1-2 whose chosen double was played in full, so the same side rolls again). The flag
+rides in a padding column of the packed row (``EXTRA_ROLL``), so hashing and deduplication treat
+(position, flag) as the afterstate: one position reached both with and without the extra roll (two
+choices of double) is two afterstates.
 
 Internally a row is padded from 28 to 32 int8 columns so that it can be viewed as four int64
 words: copying rows is the main cost, and copying words is about 2.5 times faster than bytes.
@@ -26,13 +37,14 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR
+from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, mover_checkers_on_board
 from engine.rules import STANDARD, Rules
 
 PACKED_WIDTH = 40  # int8 columns per packed line: the board (28), a scratch column, padding, metadata
 WORDS = PACKED_WIDTH // 8  # four words of board, one word of metadata
 BOARD_WORDS = 4
 SCRATCH = 28  # bearing off "lands" here; reset to zero after every move
+EXTRA_ROLL = 29  # 1 when the afterstate earns an extra roll (acey-deucey), else 0
 SOURCES = 26  # a checker can move from points 1..24, the bar (25) and the hand (26)
 MAX_POSITIONS = 1 << 24
 
@@ -47,6 +59,7 @@ _BAR_BIT = 1 << MOVER_BAR
 _HAND_BIT = 1 << MOVER_IN_HAND
 _POINTS_AND_BAR = ((1 << 26) - 1) & ~1  # bits 1..25
 _ALL_SOURCES = ((1 << 27) - 1) & ~1  # bits 1..26
+_HOME_BITS = 0b1111110  # points 1..6
 # For a non-double the rank field holds the first move's target (0 when borne off), or _ANY_SOURCE
 # when the first move entered from the bar or the hand.
 _ANY_SOURCE = 31
@@ -61,7 +74,10 @@ class Afterstates:
     ``counts: int64[B]``       afterstates per input position; always >= 1, since a position with
                                no legal move has exactly one afterstate: itself.
     ``offsets: int64[B]``      where position b's afterstates start in ``boards``.
-    ``dice_used: int8[N]``     how many dice the play used (0 to 4).
+    ``dice_used: int8[N]``     how many dice the play used (0 to 4; an acey-deucey 1-2 turn counts
+                               the 1, the 2 and the chosen double's moves, up to 6).
+    ``extra_roll: bool[N]``    the mover rolls again after this play (acey-deucey: the 1-2 and the
+                               whole chosen double were played); always False in other variants.
 
     The order within a position is fixed by the hash, so it is deterministic for a given input.
     """
@@ -71,6 +87,7 @@ class Afterstates:
     counts: torch.Tensor
     offsets: torch.Tensor
     dice_used: torch.Tensor
+    extra_roll: torch.Tensor
 
     @property
     def total(self) -> int:
@@ -91,6 +108,10 @@ class Afterstates:
         """The chosen afterstate per position: ``choice: int64[B]`` indexes into each position's
         afterstates (0 <= choice < counts). Returns ``int8[B, 28]``."""
         return self.boards[self.offsets + choice]
+
+    def select_extra_roll(self, choice: torch.Tensor) -> torch.Tensor:
+        """Whether each chosen afterstate earns an extra roll: ``bool[B]`` (for ``engine.game.play``)."""
+        return self.extra_roll[self.offsets + choice]
 
 
 def _rows(tensor: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -137,17 +158,26 @@ def _tables(device: torch.device):
 
 
 def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor, open_points: torch.Tensor,
-                  rules: Rules) -> torch.Tensor:
+                  blots: torch.Tensor | None, rules: Rules) -> torch.Tensor:
     """Every legal single checker move of every line.
 
     ``die: int64[L]`` the die each line plays now; ``ordered: bool[L]`` marks lines (doubles) whose
     move must start no higher than their previous one; ``open_points: int64[L]`` has bit t set when
     point t is not closed to the mover. The opponent's closed points cannot change during a turn
     (a hit only removes a lone checker), so these bits are computed once per position.
+    ``blots: int64[L]`` (Dutch backgammon, else None): bit t set when point t holds an opposing blot
+    that may not be hit while the line has no checker home.
     """
     device = lines.device
     source, source_bit, highest_table = _tables(device)
     occupied = _field(lines, _OCCUPIED_SHIFT, 27)
+    if blots is not None:
+        # Dutch backgammon (``Rules.hit_needs_home_checker``): "a player may not hit until at least
+        # one of his own checkers has reached his home board", read by the state. Blots only go
+        # during a turn by being hit, which needs a checker home, and a checker once home stays or
+        # is borne off, so the start position's blots serve every line still without one.
+        blots = torch.where((occupied & _HOME_BITS) != 0, 0, blots)
+        open_points = open_points & ~blots
 
     # A checker on s lands on s - d, a point not held by two or more opposing checkers. Checkers on
     # the bar ("point 25") enter the opponent's home board the same way, on point 25 - d.
@@ -162,12 +192,16 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     from_highest = torch.where((highest < die) & (highest > 0), 1 << highest, 0)
     moves |= torch.where(all_home, exact | from_highest, 0)
     # Checkers on the bar must all enter before any other checker moves; checkers in hand likewise
-    # (after the bar).
-    moves = torch.where(
-        (occupied & _BAR_BIT) != 0,
-        moves & _BAR_BIT,
-        torch.where((occupied & _HAND_BIT) != 0, moves & _HAND_BIT, moves),
-    )
+    # (after the bar), unless ``Rules.hand_enters_first`` is off (acey-deucey: "entered checkers may
+    # move before all are in").
+    if rules.hand_enters_first:
+        moves = torch.where(
+            (occupied & _BAR_BIT) != 0,
+            moves & _BAR_BIT,
+            torch.where((occupied & _HAND_BIT) != 0, moves & _HAND_BIT, moves),
+        )
+    else:
+        moves = torch.where((occupied & _BAR_BIT) != 0, moves & _BAR_BIT, moves)
     rank = _field(lines, _RANK_SHIFT, 5)
     # Doubles: no source above the previous one (the bar and the hand rank together, as 25).
     below = (2 << rank) - 1 | torch.where(rank >= MOVER_BAR, _HAND_BIT, 0)
@@ -208,6 +242,12 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     rank = torch.where(
         ordered[row], src.clamp(max=MOVER_BAR), torch.where(src >= MOVER_BAR, _ANY_SOURCE, target.clamp(min=0))
     )
+    if blots is not None:
+        # Dutch: the move that brings the first checker home allows hits, so a later move (a higher
+        # checker's with doubles, or the high die's in the low-die-first order) can need it first:
+        # after it, any source may follow.
+        arrives = (blots[row] != 0) & (target >= 1) & (target <= 6)
+        rank = torch.where(arrives, torch.where(ordered[row], MOVER_BAR, _ANY_SOURCE), rank)
     children[:, BOARD_WORDS] = keep | (rank << _RANK_SHIFT) | (occupied << _OCCUPIED_SHIFT)
     return children
 
@@ -306,15 +346,45 @@ def legal_afterstates(board: torch.Tensor, dice: torch.Tensor, rules: Rules = ST
         raise ValueError(f"board must be int8[B, {BOARD_WIDTH}], got shape {tuple(board.shape)}")
     if board.shape[0] >= MAX_POSITIONS:
         raise ValueError(f"at most {MAX_POSITIONS - 1} positions in one call, got {board.shape[0]}")
+    batch = board.shape[0]
+    dice = dice.to(device=board.device, dtype=torch.int64)
+    words, parent, dice_used = _legal_words(board, dice, rules)
+    if rules.acey_deucey:
+        words, parent, dice_used = _acey_deucey_turns(dice, words, parent, dice_used, rules)
+        extra_roll = words.view(torch.int8)[:, EXTRA_ROLL] != 0
+    else:
+        extra_roll = torch.zeros(words.shape[0], dtype=torch.bool, device=board.device)
+    counts = torch.bincount(parent, minlength=batch)
+    offsets = torch.cumsum(counts, 0) - counts
+    boards = words.view(torch.int8)[:, :BOARD_WIDTH].contiguous()
+    return Afterstates(
+        boards=boards,
+        position=parent,
+        counts=counts,
+        offsets=offsets,
+        dice_used=dice_used,
+        extra_roll=extra_roll,
+    )
+
+
+def _legal_words(
+    board: torch.Tensor, dice: torch.Tensor, rules: Rules
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Steps 1 to 4 for ``board: int8[B, 28]`` and ``dice: int64[B, 2]``: the distinct afterstates as
+    packed board words, ``(int64[N, 4], parent int64[N], dice used int8[N])``, ordered by parent."""
     device = board.device
     batch = board.shape[0]
-    dice = dice.to(device=device, dtype=torch.int64)
     high, low = dice.max(1).values, dice.min(1).values
     double = high == low
     position = torch.arange(batch, device=device)
-    source, source_bit, _ = _tables(device)
+    _, source_bit, _ = _tables(device)
     occupied = torch.where(board[:, 1 : SOURCES + 1] > 0, source_bit, 0).sum(1)
     open_points = torch.where(board[:, 1:25] >= -1, source_bit[:24], 0).sum(1)
+    blots = None
+    if rules.hit_needs_home_checker:
+        # Blots that may not be hit while no checker is home; none once a checker is borne off.
+        borne_off = mover_checkers_on_board(board) < rules.checkers_per_side
+        blots = torch.where((board[:, 1:25] == -1) & ~borne_off.unsqueeze(1), source_bit[:24], 0).sum(1)
 
     packed = torch.zeros(batch, PACKED_WIDTH, dtype=torch.int8, device=device)
     packed[:, :BOARD_WIDTH] = board
@@ -337,13 +407,44 @@ def legal_afterstates(board: torch.Tensor, dice: torch.Tensor, rules: Rules = ST
             break
         parent = _parent(lines)
         die = _field(lines, _FIRST_DIE_SHIFT if step == 0 else _SECOND_DIE_SHIFT, 3)
-        lines = _single_moves(lines, die, double[parent], open_points[parent], rules)
+        line_blots = None if blots is None else blots[parent]
+        lines = _single_moves(lines, die, double[parent], open_points[parent], line_blots, rules)
         if lines.shape[0] == 0:
             break
         levels.append(lines)
 
-    words, parent, dice_used = _deduplicate(*_dice_usage_filter(levels, batch))
-    counts = torch.bincount(parent, minlength=batch)
-    offsets = torch.cumsum(counts, 0) - counts
-    boards = words.view(torch.int8)[:, :BOARD_WIDTH].contiguous()
-    return Afterstates(boards=boards, position=parent, counts=counts, offsets=offsets, dice_used=dice_used)
+    return _deduplicate(*_dice_usage_filter(levels, batch))
+
+
+DOUBLES = 6
+
+
+# The acey-deucey roll (``Rules.acey_deucey``): "a roll of 1-2: play the 1 and the 2, then choose any
+# double and play it as four moves, then roll again; if the 1 and 2 cannot both be played the turn
+# ends at once, and if the chosen double cannot be played in full the extra roll is lost."
+def _acey_deucey_turns(
+    dice: torch.Tensor, words: torch.Tensor, parent: torch.Tensor, dice_used: torch.Tensor, rules: Rules
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The afterstates of ``_legal_words`` with every 1-2 that played both dice continued by each
+    double, played as far as it goes (the dice-usage rule for doubles); a double played in full sets
+    the ``EXTRA_ROLL`` column. Same form as ``_legal_words``' result, ordered by parent."""
+    acey = (dice.max(1).values == 2) & (dice.min(1).values == 1)
+    goes_on = acey[parent] & (dice_used == 2)
+    if not bool(goes_on.any()):
+        return words, parent, dice_used
+    row = goes_on.nonzero().squeeze(1)
+    if row.numel() * DOUBLES >= MAX_POSITIONS:
+        raise ValueError(f"{row.numel()} acey-deucey 1-2 plays in one call: too many to continue; split the batch")
+    # Each 1-2 afterstate six times, with the doubles 1-1 .. 6-6.
+    starts = words.index_select(0, row).repeat_interleave(DOUBLES, 0).view(torch.int8)[:, :BOARD_WIDTH]
+    double = torch.arange(1, DOUBLES + 1, device=words.device).repeat(row.numel())
+    more_words, more_start, more_used = _legal_words(starts, torch.stack([double, double], 1), rules)
+    more_words.view(torch.int8)[:, EXTRA_ROLL] = (more_used == 4).to(torch.int8)
+    stays = (~goes_on).nonzero().squeeze(1)
+    all_words = torch.cat([words.index_select(0, stays), more_words])
+    continued_parent = parent.index_select(0, row)[more_start // DOUBLES]
+    all_parent = torch.cat([parent.index_select(0, stays), continued_parent])
+    all_used = torch.cat([dice_used.index_select(0, stays), 2 + more_used])
+    # Two doubles can reach one afterstate: deduplicate again (this also restores the parent order).
+    lines = torch.cat([all_words, all_parent.unsqueeze(1)], 1)
+    return _deduplicate(lines, all_used)

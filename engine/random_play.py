@@ -43,7 +43,8 @@ def sample_positions(
         rolls.append(state.dice[live])
         have += boards[-1].shape[0]
         afterstates = legal_afterstates(state.board, state.dice, rules)
-        state = play(state, afterstates.select(random_choice(afterstates, generator)), rules, dice)
+        choice = random_choice(afterstates, generator)
+        state = play(state, afterstates.select(choice), rules, dice, afterstates.select_extra_roll(choice))
         state = restart_finished(state, rules, dice)
         turn += 1
     board = torch.cat(boards)

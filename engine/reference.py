@@ -9,6 +9,11 @@ which turns the doubles recursion from a tree of orderings into a walk over dist
 A checker move is ``(from_point, to_point, hit)``: ``from_point`` 1..24, 25 for the bar or 26 for a
 checker in hand; ``to_point`` 1..24, or 0 for borne off; ``hit`` whether it sent an opposing blot to
 the opponent's bar.
+
+Variants (``engine.rules``): checkers in hand may move on before all have entered
+(``hand_enters_first``), hits may wait for a checker at home (``hit_needs_home_checker``), and an
+acey-deucey 1-2 turn continues with a chosen double (``acey_deucey``): ``reference_turns`` gives each
+afterstate with whether it earns the extra roll.
 """
 
 from __future__ import annotations
@@ -25,13 +30,22 @@ Play = tuple[Move, ...]
 BORNE_OFF = 0  # the to_point of a checker borne off
 
 
-def _entering_source(board: Sequence[int]) -> int | None:
-    """Where the next checker must come from while any wait to enter: the bar first, then the hand."""
+def _entering_source(board: Sequence[int], rules: Rules) -> int | None:
+    """Where the next checker must come from while any wait to enter: the bar first, then the hand
+    (unless the rules let entered checkers move before the hand is empty)."""
     if board[MOVER_BAR] > 0:
         return MOVER_BAR
-    if board[MOVER_IN_HAND] > 0:
+    if board[MOVER_IN_HAND] > 0 and rules.hand_enters_first:
         return MOVER_IN_HAND
     return None
+
+
+def _may_hit(board: Sequence[int], rules: Rules) -> bool:
+    """Dutch backgammon: no hit until a checker of the mover is home (points 1..6) or borne off."""
+    if not rules.hit_needs_home_checker:
+        return True
+    on_board = sum(max(count, 0) for count in board[1:27])
+    return any(board[point] > 0 for point in range(1, 7)) or on_board < rules.checkers_per_side
 
 
 def all_home(board: Sequence[int]) -> bool:
@@ -41,18 +55,24 @@ def all_home(board: Sequence[int]) -> bool:
     return all(board[point] <= 0 for point in range(7, 25))
 
 
-def single_moves(board: Sequence[int], die: int) -> list[Move]:
+def single_moves(board: Sequence[int], die: int, rules: Rules = STANDARD) -> list[Move]:
     """Every legal move of one checker by ``die`` pips, ignoring the rest of the roll."""
-    entering = _entering_source(board)
-    # Checkers waiting to enter must all enter before any other checker moves.
-    sources = [entering] if entering is not None else [p for p in range(24, 0, -1) if board[p] > 0]
+    entering = _entering_source(board, rules)
+    # Checkers waiting to enter must all enter before any other checker moves (checkers in hand
+    # only with ``rules.hand_enters_first``; otherwise they are one more source).
+    if entering is not None:
+        sources = [entering]
+    else:
+        in_hand = [MOVER_IN_HAND] if board[MOVER_IN_HAND] > 0 else []
+        sources = in_hand + [p for p in range(24, 0, -1) if board[p] > 0]
     bear_off_allowed = entering is None and all_home(board)
+    may_hit = _may_hit(board, rules)
     moves = []
     for source in sources:
         target = (25 if source in (MOVER_BAR, MOVER_IN_HAND) else source) - die
         if target >= 1:
             # A point holding two or more opposing checkers is closed; one opposing checker is hit.
-            if board[target] >= -1:
+            if board[target] >= 0 or (board[target] == -1 and may_hit):
                 moves.append((source, target, board[target] == -1))
         elif bear_off_allowed:
             # Exact die bears off; a larger die only from the highest occupied point.
@@ -97,6 +117,7 @@ def _explore(
     moves: list[Move],
     reached: Reached,
     visited: set | None,
+    rules: Rules,
 ) -> None:
     """Depth first over single-checker moves (apply, recurse, undo), recording every position
     reached under the dice played to get there. Non-doubles are tried in both orders.
@@ -118,10 +139,10 @@ def _explore(
             continue  # the same die value again gives the same continuations
         rest = dice_left[:index] + dice_left[index + 1 :]
         played = tuple(sorted(dice_played + (die,), reverse=True))
-        for move in single_moves(board, die):
+        for move in single_moves(board, die, rules):
             apply_move(board, move)
             moves.append(move)
-            _explore(board, rest, played, moves, reached, visited)
+            _explore(board, rest, played, moves, reached, visited, rules)
             moves.pop()
             undo_move(board, move)
 
@@ -132,7 +153,8 @@ def _explore(
 #    can be played but not both, the player must play the larger one. When neither number can be used,
 #    the player loses his turn. In the case of doubles, when all four numbers cannot be played, the
 #    player must play as many numbers as he can."
-def _apply_dice_usage_rule(reached: Reached, dice: tuple[int, int]) -> dict[Board, set[Play]]:
+def _apply_dice_usage_rule(reached: Reached, dice: tuple[int, int]) -> tuple[dict[Board, set[Play]], int]:
+    """The allowed plays, and how many dice they use."""
     most_dice = max(len(dice_played) for dice_played in reached)
     allowed = [dice_played for dice_played in reached if len(dice_played) == most_dice]
     if most_dice == 1 and dice[0] != dice[1]:
@@ -143,7 +165,7 @@ def _apply_dice_usage_rule(reached: Reached, dice: tuple[int, int]) -> dict[Boar
     for dice_played in allowed:
         for position, sequences in reached[dice_played].items():
             plays.setdefault(position, set()).update(sequences)
-    return plays
+    return plays, most_dice
 
 
 def _check_board(board: Sequence[int], rules: Rules) -> None:
@@ -156,7 +178,8 @@ def _check_board(board: Sequence[int], rules: Rules) -> None:
 
 def _legal_plays(
     board: Sequence[int], dice: tuple[int, int], rules: Rules, with_plays: bool
-) -> dict[Board, set[Play]]:
+) -> tuple[dict[Board, set[Play]], int]:
+    """The plays of one roll under the dice-usage rule, and how many dice they use."""
     _check_board(board, rules)
     d1, d2 = int(dice[0]), int(dice[1])
     if not (1 <= d1 <= 6 and 1 <= d2 <= 6):
@@ -164,19 +187,52 @@ def _legal_plays(
     dice_left = (d1,) * 4 if d1 == d2 else (d1, d2)
     reached: Reached = {}
     visited = None if with_plays else set()
-    _explore([int(count) for count in board], dice_left, (), [], reached, visited)
+    _explore([int(count) for count in board], dice_left, (), [], reached, visited, rules)
     return _apply_dice_usage_rule(reached, (d1, d2))
+
+
+Turn = tuple[Board, bool]  # an afterstate and whether the mover rolls again
+
+
+# The acey-deucey roll (``Rules.acey_deucey``): "a roll of 1-2: play the 1 and the 2, then choose any
+# double and play it as four moves, then roll again; if the 1 and 2 cannot both be played the turn
+# ends at once, and if the chosen double cannot be played in full the extra roll is lost."
+def _legal_turns(
+    board: Sequence[int], dice: tuple[int, int], rules: Rules, with_plays: bool
+) -> dict[Turn, set[Play]]:
+    plays, dice_used = _legal_plays(board, dice, rules, with_plays)
+    if not (rules.acey_deucey and sorted(int(die) for die in dice) == [1, 2] and dice_used == 2):
+        return {(after, False): sequences for after, sequences in plays.items()}
+    turns: dict[Turn, set[Play]] = {}
+    for after, heads in plays.items():
+        for double in range(1, 7):
+            rest, double_used = _legal_plays(after, (double, double), rules, with_plays)
+            for final, tails in rest.items():
+                sequences = turns.setdefault((final, double_used == 4), set())
+                sequences.update(head + tail for head in heads for tail in tails)
+    return turns
 
 
 def reference_plays(
     board: Sequence[int], dice: tuple[int, int], rules: Rules = STANDARD
 ) -> dict[Board, list[Play]]:
     """Each distinct legal afterstate (a 28-tuple, still from the mover's view) with the checker-move
-    sequences that reach it, sorted. When no move is possible: ``{board: [()]}``."""
-    plays = _legal_plays(board, dice, rules, with_plays=True)
+    sequences that reach it, sorted. When no move is possible: ``{board: [()]}``. An acey-deucey
+    1-2 turn's sequences include the chosen double's moves, with or without the extra roll."""
+    plays: dict[Board, set[Play]] = {}
+    for (after, _), sequences in _legal_turns(board, dice, rules, with_plays=True).items():
+        plays.setdefault(after, set()).update(sequences)
     return {position: sorted(sequences, reverse=True) for position, sequences in plays.items()}
 
 
 def reference_afterstates(board: Sequence[int], dice: tuple[int, int], rules: Rules = STANDARD) -> set[Board]:
-    """The distinct legal afterstates, each a 28-tuple from the mover's view."""
-    return set(_legal_plays(board, dice, rules, with_plays=False))
+    """The distinct legal afterstates, each a 28-tuple from the mover's view (for an acey-deucey 1-2
+    turn, whether or not they earn the extra roll)."""
+    return {after for after, _ in _legal_turns(board, dice, rules, with_plays=False)}
+
+
+def reference_turns(board: Sequence[int], dice: tuple[int, int], rules: Rules = STANDARD) -> set[Turn]:
+    """The distinct legal ``(afterstate, extra_roll)`` pairs: ``extra_roll`` is True where the play
+    was an acey-deucey 1-2 whose chosen double was played in full, so the mover rolls again. One
+    afterstate can come with both flags (two choices of double reach it)."""
+    return set(_legal_turns(board, dice, rules, with_plays=False))

@@ -31,7 +31,7 @@ def test_train_writes_checkpoints_logs_and_config(tmp_path, capsys):
     assert (out / "config.toml").exists() and (out / "command.txt").exists()
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
     assert list((out / "checkpoints").glob("games_*.pt"))
-    network, payload = load_network(out / "final.pt")
+    _, payload = load_network(out / "final.pt")
     assert payload["counters"]["games"] >= 64
     assert "random" in payload["strength"] or "pubeval" in payload["strength"]
     assert payload["model"]["encoder"] == "tesauro198" and payload["config"]["model"]["hidden"] == [8]
