@@ -8,7 +8,7 @@ other. The pair's mean is one sample for the 95% interval, which removes most of
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 
@@ -102,15 +102,18 @@ class _LiveDice:
         raise NotImplementedError("games are started by new_games on the full batch")
 
 
+_PER_POSITION = frozenset({"counts", "offsets"})  # Afterstates fields indexed by position; the rest by row
+
+
 def _part(afterstates: Afterstates, positions: slice, rows: slice) -> Afterstates:
     """The afterstates of a contiguous run of positions (``rows`` are theirs), renumbered from 0."""
-    return Afterstates(
-        boards=afterstates.boards[rows],
-        position=afterstates.position[rows] - positions.start,
-        counts=afterstates.counts[positions],
-        offsets=afterstates.offsets[positions] - rows.start,
-        dice_used=afterstates.dice_used[rows],
-    )
+    parts = {}
+    for field in fields(afterstates):
+        values = getattr(afterstates, field.name)
+        parts[field.name] = values[positions] if field.name in _PER_POSITION else values[rows]
+    parts["position"] = parts["position"] - positions.start
+    parts["offsets"] = parts["offsets"] - rows.start
+    return Afterstates(**parts)
 
 
 def play_pairs(
@@ -158,10 +161,11 @@ def play_pairs(
                 part = _part(afterstates, positions, rows)
                 choice[positions] = agent.choose(state.select(positions), part)
         chosen = afterstates.select(choice)
+        extra_roll = afterstates.select_extra_roll(choice)
         if history is not None:
             turns.append(tuple(t.cpu() for t in (ids, state.seat, state.dice, state.board, chosen)))
         live_dice.ids = ids
-        state = play(state, chosen, rules, live_dice)
+        state = play(state, chosen, rules, live_dice, extra_roll)
         over = state.game_over
         if bool(over.any()):
             points[ids[over]] = state.result[over].to(torch.int64)
@@ -180,9 +184,10 @@ def _game_records(turns, a_seat, first_seat, points, first_pair: int) -> list[Ga
     pairs = games // 2
     by_game: list[list] = [[] for _ in range(games)]
     for ids, seat, dice, before, after in turns:
-        for game, *row in zip(ids.tolist(), seat.tolist(), dice.tolist(), before.tolist(), after.tolist()):
-            seat_, roll, board_before, board_after = row
-            by_game[game].append((seat_, (roll[0], roll[1]), tuple(board_before), tuple(board_after)))
+        for game, mover, roll, board_before, board_after in zip(
+            ids.tolist(), seat.tolist(), dice.tolist(), before.tolist(), after.tolist()
+        ):
+            by_game[game].append((mover, (roll[0], roll[1]), tuple(board_before), tuple(board_after)))
     return [
         GameRecord(
             pair=first_pair + game % pairs,

@@ -51,7 +51,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise ValueError(f"{path} is a directory, not a checkpoint file")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as error:  # torch raises many types for a corrupt or foreign file
+    except Exception as error:  # noqa: BLE001 -- torch raises many types for a corrupt or foreign file
         raise ValueError(f"{path} is not a readable bgtrain checkpoint ({type(error).__name__}: {error})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ValueError(f"{path} is not a bgtrain checkpoint (no '{FORMAT}' format tag)")
@@ -73,6 +73,13 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             f"this bgtrain has version {encoder.version}"
         )
     return payload
+
+
+def check_variant(payload: dict[str, Any], rules, source: str = "checkpoint") -> None:
+    """A model plays the variant it was trained on; anything else is refused, naming both."""
+    trained = payload.get("rules") or payload.get("config", {}).get("run", {}).get("variant") or "backgammon"
+    if trained != rules.name:
+        raise ValueError(f"{source} was trained for {trained!r}, not for {rules.name!r} (pass --variant {trained})")
 
 
 def network_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint") -> ValueNetwork:

@@ -59,7 +59,7 @@ import torch
 
 from bgtrain.agents import argmax_per_position
 from bgtrain.bearoff import ALL_ROLLS, BearoffDatabase, load_bearoff_database
-from bgtrain.checkpoint import load_network
+from bgtrain.checkpoint import check_variant, load_network
 from bgtrain.outcomes import NUM_OUTCOMES, clamp_outcomes, cubeless_equity, flip_outcomes, terminal_outcomes
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
 from engine.game import winning_points
@@ -67,6 +67,7 @@ from engine.movegen import Afterstates, legal_afterstates
 from engine.notation import play_notations
 from engine.rules import STANDARD, Rules
 from engine.state import State
+from engine.variants import get_rules
 
 ROLL_COUNT = len(ALL_ROLLS)  # 21
 SEARCH_CHUNK = 1024  # positions whose 21 rolls are expanded at once inside a search
@@ -158,10 +159,15 @@ class Evaluator:
 
     @classmethod
     def from_path(cls, path: str | Path, device: torch.device | str = "cpu",
-                  bearoff: BearoffDatabase | str | Path | bool | None = True, **settings) -> Evaluator:
-        """An evaluator on the network of a checkpoint file (``bgtrain.checkpoint``)."""
-        network, _ = load_network(path, device)
-        return cls.from_network(network, STANDARD, bearoff, **settings)
+                  bearoff: BearoffDatabase | str | Path | bool | None = True, rules: Rules | None = None,
+                  **settings) -> Evaluator:
+        """An evaluator on the network of a checkpoint file (``bgtrain.checkpoint``), for the variant it
+        was trained on (``rules``, when given, must be that one)."""
+        network, payload = load_network(path, device)
+        trained = get_rules(payload.get("rules") or "backgammon")
+        if rules is not None:
+            check_variant(payload, rules, str(path))
+        return cls.from_network(network, trained, bearoff, **settings)
 
     # --- public API -----------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ A dice source gives ``roll(batch) -> int8[B, 2]`` (larger die first) and
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 

@@ -38,7 +38,8 @@ from bgtrain.position_kinds import cube_efficiency
 from engine.drawing import draw_board
 from engine.match_id import decode_match_id
 from engine.position_id import POSITION_ID_LENGTH, decode_position_id, encode_position_id
-from engine.rules import STANDARD
+from engine.rules import STANDARD, Rules
+from engine.variants import get_rules
 from engine.xgid import XGID_FIELDS, XGID_PREFIX, decode_xgid
 
 DEFAULT_MODEL = Path("checkpoints") / "bgtrain-default.pt"
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help=f"checkpoint to evaluate with (default {DEFAULT_MODEL})")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    parser.add_argument("--variant", help="rules variant (default: the one the model was trained for)")
     cube = parser.add_argument_group("cube and score (default: from the XGID or match ID, else a centred 1-cube)")
     cube.add_argument("--cube", type=int, help="cube value (1, 2, 4, ...)")
     cube.add_argument("--owner", choices=("centred", "mover", "opponent"), help="who owns the cube")
@@ -83,12 +85,12 @@ class CubeSetting:
     beavers: bool | None = None
 
 
-def parse_position(text: str) -> tuple[torch.Tensor, tuple[int, int] | None, str, CubeSetting]:
+def parse_position(text: str, rules: Rules = STANDARD) -> tuple[torch.Tensor, tuple[int, int] | None, str, CubeSetting]:
     """(board ``int8[28]`` from the player on roll, the roll written in it or None, its kind, the cube
     and score it carries)."""
     text = text.strip()
     if text.startswith(XGID_PREFIX) or text.count(":") == XGID_FIELDS - 1:
-        position = decode_xgid(text, STANDARD)
+        position = decode_xgid(text, rules)
         dice = position.dice if position.dice != (0, 0) else None
         setting = CubeSetting(
             value=position.cube_value,
@@ -102,7 +104,7 @@ def parse_position(text: str) -> tuple[torch.Tensor, tuple[int, int] | None, str
         return position.board_tensor(), dice, "xgid", setting
     position_text, _, match_text = text.partition(":")
     if len(position_text) == POSITION_ID_LENGTH and ":" not in match_text:
-        board = decode_position_id(position_text, STANDARD)
+        board = decode_position_id(position_text, rules)
         if not match_text:
             return board, None, "position_id", CubeSetting()
         match = decode_match_id(match_text)
@@ -198,12 +200,12 @@ def build_report(args: argparse.Namespace) -> dict:
     """Everything the command shows, as plain data; sections appear in this order in text and JSON."""
     if args.ply < 0:
         raise ValueError(f"--ply must be >= 0, not {args.ply}")
-    board, position_dice, kind, written = parse_position(args.position)
-    dice = parse_dice(args.dice, "--dice") if args.dice else position_dice
-    cube, game = cube_and_game(args, written)
     model = Path(args.model) if args.model else default_model()
     device = torch.device(args.device)
-    evaluator = Evaluator.from_path(model, device)
+    evaluator = Evaluator.from_path(model, device, rules=get_rules(args.variant) if args.variant else None)
+    board, position_dice, kind, written = parse_position(args.position, evaluator.rules)
+    dice = parse_dice(args.dice, "--dice") if args.dice else position_dice
+    cube, game = cube_and_game(args, written)
     boards = board.unsqueeze(0).to(device)
 
     report: dict = {
@@ -296,13 +298,11 @@ def render_cube(report: dict) -> list[str]:
     def show(value):
         return "   n/a" if value is None else f"{value:+.3f}"
 
-    lines = [f"Cube decision ({cube['game']}, cube {cube['cube']['value']} {cube['cube']['owner']}, "
-             f"efficiency {cube['efficiency']:.2f}; equities normalised to the cube):"]
-    rows = (("No double", equities["no_double"], costs["no_double"]),
-            ("Double, take", equities["double_take"], None),
-            ("Double, pass", equities["double_pass"], None))
-    for name, equity, _ in rows:
-        lines.append(f"  {name:<14}{show(equity)}")
+    title = (f"Cube decision ({cube['game']}, cube {cube['cube']['value']} {cube['cube']['owner']}, "
+             f"efficiency {cube['efficiency']:.2f}; equities normalised to the cube):")
+    lines = [title]
+    for name, key in (("No double", "no_double"), ("Double, take", "double_take"), ("Double, pass", "double_pass")):
+        lines.append(f"  {name:<14}{show(equities[key])}")
     lines.append(f"  Proper cube action: {cube['action']}")
     mistakes = [f"{name} {value:.3f}" for name, value in
                 (("no double", costs["no_double"]), ("double", costs["double"]),

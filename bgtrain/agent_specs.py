@@ -1,0 +1,109 @@
+"""Agents named on the command line: ``make_agent(spec, rules, device, seed) -> Agent``.
+
+Forms of ``spec`` (:data:`SPEC_FORMS`):
+
+``random``                   uniformly random legal plays (seeded by ``seed``);
+``pubeval``                  Tesauro's pubeval;
+``PATH.pt`` / ``PATH.pt:Nply``      a bgtrain checkpoint: 0-ply greedy play on its network by default,
+                             N-ply search (``bgtrain.evaluator``, with the bear-off database) with ``:Nply``;
+``PATH.onnx`` / ``PATH.onnx:Nply``  an exported ONNX model (``bgtrain.onnx_model``), the same way;
+``gnubg:0ply|1ply|2ply``     GNU Backgammon's checker play (``bgtrain.gnubg_agent``; ``gnubg`` alone
+                             is 0-ply), when ``pip install gnubg-nn`` has been run.
+
+The agent's ``name`` is the spec as written, so a league table shows what the user typed.
+Modules with optional dependencies are imported only when their form is asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from bgtrain.agents import Agent, GreedyValueAgent, PubevalAgent, RandomAgent
+from engine.rules import STANDARD, Rules
+
+SPEC_FORMS = (
+    "random",
+    "pubeval",
+    "PATH.pt[:Nply] (a checkpoint, 0-ply by default)",
+    "PATH.onnx[:Nply] (an exported model)",
+    "gnubg:0ply|1ply|2ply (needs `pip install gnubg-nn`)",
+)
+
+_MODEL = re.compile(r"^(?P<path>.+?\.(?P<suffix>pt|onnx))(?::(?P<ply>\d+)ply)?$", re.IGNORECASE)
+_GNUBG = re.compile(r"^gnubg(?::(?P<ply>\d+)ply)?$", re.IGNORECASE)
+
+
+def _unknown(spec: str) -> ValueError:
+    return ValueError(f"unknown agent {spec!r}: an agent is one of " + "; ".join(SPEC_FORMS))
+
+
+def make_agent(
+    spec: str,
+    rules: Rules = STANDARD,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    bearoff: bool = True,
+) -> Agent:
+    """The agent ``spec`` names (see the module docstring). ``bearoff``: whether N-ply search uses the
+    exact bear-off database (built once into the cache on first use). Problems are ValueErrors or
+    FileNotFoundErrors with one clear line."""
+    text = spec.strip()
+    lowered = text.lower()
+    if lowered == "random":
+        return RandomAgent(seed, device)
+    if lowered == "pubeval":
+        return PubevalAgent(rules)
+    gnubg = _GNUBG.match(text)
+    if gnubg:
+        from bgtrain.gnubg_agent import GnubgAgent
+
+        agent = GnubgAgent(int(gnubg.group("ply") or 0), rules)
+        agent.name = text
+        return agent
+    model = _MODEL.match(text)
+    if model:
+        path = Path(model.group("path"))
+        ply = int(model.group("ply") or 0)
+        if model.group("suffix").lower() == "pt":
+            return _checkpoint_agent(path, ply, text, rules, device, bearoff)
+        return _onnx_agent(path, ply, text, rules, device, bearoff)
+    raise _unknown(spec)
+
+
+def _checkpoint_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
+    from bgtrain.checkpoint import check_variant, load_network
+
+    network, payload = load_network(path, device)
+    check_variant(payload, rules, str(path))
+    if ply == 0:
+        return GreedyValueAgent.from_network(network, name, rules)
+    evaluator = _evaluator_module()
+    return evaluator.Evaluator.from_network(network, rules, bearoff=bearoff).agent(ply, name)
+
+
+def _onnx_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
+    try:
+        from bgtrain.onnx_model import load_value_model
+    except ImportError:
+        raise ValueError(f"agent {name!r}: exported models are not available yet in this bgtrain") from None
+    model = load_value_model(path, device)
+    if ply == 0:
+        return GreedyValueAgent(lambda afterstates: model.evaluate_flipped(afterstates, rules), name, rules)
+    evaluator = _evaluator_module()
+    database = None
+    if bearoff:
+        from bgtrain.bearoff import load_bearoff_database
+
+        database = load_bearoff_database(device=device)
+    return evaluator.Evaluator(evaluator.NetworkValue(model, rules), rules, database).agent(ply, name)
+
+
+def _evaluator_module():
+    try:
+        from bgtrain import evaluator
+    except ImportError:
+        raise ValueError("N-ply agents (PATH:Nply with N > 0) are not available yet in this bgtrain") from None
+    return evaluator

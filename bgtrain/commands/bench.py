@@ -1,0 +1,183 @@
+"""Play agent A against agent B and report A's points per game with a 95% interval.
+
+    bgtrain bench A B --games N [--seed S] [--device D] [--json FILE] [--save-games DIR]
+                      [--cube] [--match N] [--threads T]
+
+Agents: ``random``, ``pubeval``, ``PATH.pt[:Nply]`` (a checkpoint), ``PATH.onnx[:Nply]`` (an export),
+``gnubg:0ply|1ply|2ply`` (GNU Backgammon, after ``pip install gnubg-nn``); see ``bgtrain.agent_specs``.
+
+By default: cubeless money games, gammons and backgammons counted. Every dice sequence is played twice
+with the seats swapped (``bgtrain.benchmark``), so N is rounded up to even and the interval is over
+the N/2 pair means. Printed: A's points per game with its 95% interval, the win, gammon and backgammon
+rates of both sides, and games per second. ``--json FILE`` writes the same as one JSON object.
+``--save-games DIR`` also writes every game as Jellyfish ``.mat`` files (``bgtrain.matfile``) that GNU
+Backgammon and eXtreme Gammon import (this costs about 20 ms per game): money sessions of 100 games
+per file, or one file per match. Money games count gammons without a cube turn: in GNU Backgammon,
+``set jacoby off`` before ``import mat``.
+
+``--cube`` (cubeful money play, no Jacoby rule) and ``--match N`` (N-point matches with the Crawford
+rule; then ``--games`` counts matches) decide cube actions with ``bgtrain.cube`` from each agent's own
+outcome probabilities (``bgtrain.cubeful``); pubeval and random never double and always take. Printed
+then: A's points per game with the cube (money) or share of matches won, each with a 95% interval,
+win and gammon rates, doubles and passes per game.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from bgtrain.agent_specs import SPEC_FORMS, make_agent
+from bgtrain.benchmark import MatchResult, play_match
+from engine.variants import get_rules
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("agent_a", metavar="A", help="agent whose points per game are reported: " + "; ".join(SPEC_FORMS))
+    parser.add_argument("agent_b", metavar="B", help="its opponent (same forms)")
+    parser.add_argument("--games", type=int, default=2000, help="games to play, rounded up to even (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="dice seed (default 0); the same seed gives the same dice")
+    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--json", metavar="FILE", help="also write the result as one JSON object to FILE")
+    parser.add_argument("--save-games", metavar="DIR", help="write every game as Jellyfish .mat files into DIR")
+    parser.add_argument("--cube", action="store_true", help="cubeful money play (default: cubeless)")
+    parser.add_argument("--match", type=int, metavar="N", help="play N-point matches with the Crawford rule")
+    parser.add_argument("--batch-pairs", type=int, default=16384, help="seat-swapped pairs played in lock-step")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
+    parser.add_argument("--variant", default="backgammon", help="rules variant (engine.variants; default backgammon)")
+
+
+def _rate(value: float) -> str:
+    return f"{100 * value:5.1f}%"
+
+
+def format_result(result: MatchResult, seconds: float) -> str:
+    width = max(len(result.agent_a), len(result.agent_b), 5)
+    lines = [
+        (f"{result.agent_a} vs {result.agent_b}: {result.games:,} cubeless money games "
+         f"({result.games // 2:,} seat-swapped pairs)"),
+        f"  {result.agent_a}: {result.points_per_game:+.3f} ± {result.interval95:.3f} points per game (95%)",
+        f"  {'':<{width}}   wins  gammons  backgammons   (fractions of all games)",
+        f"  {result.agent_a:<{width}}  {_rate(result.a_win)}  {_rate(result.a_gammon)}    {_rate(result.a_backgammon)}",
+        f"  {result.agent_b:<{width}}  {_rate(result.b_win)}  {_rate(result.b_gammon)}    {_rate(result.b_backgammon)}",
+        f"  {result.games:,} games in {seconds:.1f} s: {result.games / max(seconds, 1e-9):,.0f} games/s",
+    ]
+    return "\n".join(lines)
+
+
+def format_cubeful(result, seconds: float) -> str:
+    if result.match_length:
+        head = (f"{result.agent_a} vs {result.agent_b}: {result.units:,} {result.match_length}-point matches "
+                f"({result.units // 2:,} seat-swapped pairs), {result.games:,} games")
+        main = (f"  {result.agent_a} wins {100 * result.match_win:.1f}% ± {100 * result.interval95:.1f}% of the "
+                f"matches (95%); {result.points_per_game:+.3f} points per game")
+    else:
+        head = (f"{result.agent_a} vs {result.agent_b}: {result.games:,} cubeful money games "
+                f"({result.games // 2:,} seat-swapped pairs)")
+        main = f"  {result.agent_a}: {result.points_per_game:+.3f} ± {result.interval95:.3f} points per game (95%)"
+    width = max(len(result.agent_a), len(result.agent_b), 5)
+    return "\n".join([
+        head,
+        main,
+        f"  {'':<{width}}   wins  gammons   (fractions of all games; a pass counts as a single win)",
+        f"  {result.agent_a:<{width}}  {_rate(result.a_win)}  {_rate(result.a_gammon)}",
+        f"  {result.agent_b:<{width}}  {_rate(result.b_win)}  {_rate(result.b_gammon)}",
+        f"  doubles per game {result.doubles_per_game:.3f}, passes per game {result.drops_per_game:.3f}",
+        f"  {result.games:,} games in {seconds:.1f} s: {result.games / max(seconds, 1e-9):,.0f} games/s",
+    ])
+
+
+def run_cubeful(args: argparse.Namespace) -> int:
+    """``--cube`` and ``--match N``: cube decisions by ``bgtrain.cube`` (see ``bgtrain.cubeful``);
+    ``--games`` counts games for money play and matches with ``--match``."""
+    try:
+        from bgtrain.cubeful import CubefulRecords, play_cubeful
+    except ImportError as error:
+        raise ValueError(f"--cube and --match need the cube module, which this bgtrain lacks ({error})") from None
+    device = torch.device(args.device)
+    rules = get_rules(args.variant)
+    agent_a = make_agent(args.agent_a, rules, device, seed=args.seed)
+    agent_b = make_agent(args.agent_b, rules, device, seed=args.seed + 1)
+    records = CubefulRecords() if args.save_games else None
+    match_length = args.match or 0
+    start = time.perf_counter()
+    result, raw = play_cubeful(agent_a, agent_b, args.games, args.seed, rules, device, match_length, records)
+    seconds = time.perf_counter() - start
+    print(format_cubeful(result, seconds))
+    report = {
+        "mode": f"match_{match_length}" if match_length else "money_cubeful",
+        **result.as_dict(),
+        "seed": args.seed,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "seconds": round(seconds, 3),
+        "games_per_second": round(result.games / max(seconds, 1e-9), 1),
+    }
+    if records is not None:
+        from bgtrain.matfile import save_cubeful_games
+
+        paths = save_cubeful_games(args.save_games, records, raw["a_seat"], match_length, result.agent_a,
+                                   result.agent_b, rules)
+        report["saved_games"] = [str(path) for path in paths]
+        print(f"  wrote {result.games:,} games to {len(paths)} .mat file(s) in {args.save_games}")
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.games < 1:
+        raise ValueError(f"--games must be at least 1, not {args.games}")
+    if args.batch_pairs < 1:
+        raise ValueError(f"--batch-pairs must be at least 1, not {args.batch_pairs}")
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, not {args.threads}")
+    if args.match is not None and args.match < 1:
+        raise ValueError(f"--match must be a match length of at least 1 point, not {args.match}")
+    if args.cube and args.match is not None:
+        raise ValueError("--cube is for money play; matches (--match N) always use the cube")
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if args.cube or args.match is not None:
+        return run_cubeful(args)
+    device = torch.device(args.device)
+    rules = get_rules(args.variant)
+    agent_a = make_agent(args.agent_a, rules, device, seed=args.seed)
+    agent_b = make_agent(args.agent_b, rules, device, seed=args.seed + 1)
+    history = [] if args.save_games else None
+    start = time.perf_counter()
+    result = play_match(agent_a, agent_b, args.games, args.seed, rules, device, args.batch_pairs, history)
+    seconds = time.perf_counter() - start
+    print(format_result(result, seconds))
+    report = {
+        "mode": "money_cubeless",
+        **result.as_dict(),
+        "seed": args.seed,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "seconds": round(seconds, 3),
+        "games_per_second": round(result.games / max(seconds, 1e-9), 1),
+    }
+    if history is not None:
+        from bgtrain.matfile import save_games
+
+        paths = save_games(args.save_games, history, result.agent_a, result.agent_b, rules)
+        report["saved_games"] = [str(path) for path in paths]
+        print(f"  wrote {len(history):,} games to {len(paths)} .mat file(s) in {args.save_games}")
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2) + "\n")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,66 @@
+"""A round robin between agents: a table of points per game and a rating per agent.
+
+    bgtrain league A B C ... --games N [--seed S] [--device D] [--out DIR] [--threads T]
+
+Every pair of agents plays N seat-swapped cubeless money games on the same dice (``bgtrain.league``).
+Printed: the matrix of points per game (row agent against column agent, ± 95%) and a rating per
+agent (weighted least squares on points per game: the rating difference of two agents predicts their
+points per game; ratings sum to zero). Written to DIR (default ``league``): ``league.json`` with
+the same, and ``league.png`` (with matplotlib installed, ``pip install 'bgtrain[plot]'``) or else
+``league.svg``: a heat map of the matrix beside the ratings.
+
+Agent forms as for ``bgtrain bench``: ``random``, ``pubeval``, ``PATH.pt[:Nply]``, ``PATH.onnx[:Nply]``,
+``gnubg:0ply|1ply|2ply``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+
+from bgtrain.agent_specs import SPEC_FORMS, make_agent
+from bgtrain.league import format_table, play_league, write_json, write_plot
+from engine.variants import get_rules
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("agents", nargs="+", metavar="AGENT", help="two or more agents: " + "; ".join(SPEC_FORMS))
+    parser.add_argument("--games", type=int, default=2000, help="games per pair, rounded up to even (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="dice seed, the same for every pair (default 0)")
+    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--out", default="league", help="directory for league.json and the plot (default ./league)")
+    parser.add_argument("--batch-pairs", type=int, default=16384, help="seat-swapped pairs played in lock-step")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
+    parser.add_argument("--variant", default="backgammon", help="rules variant (engine.variants; default backgammon)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.agents) < 2:
+        raise ValueError("a league needs at least two agents")
+    if args.games < 1:
+        raise ValueError(f"--games must be at least 1, not {args.games}")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be at least 1, not {args.threads}")
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    rules = get_rules(args.variant)
+    agents = [make_agent(spec, rules, device, seed=args.seed + k) for k, spec in enumerate(args.agents)]
+    start = time.perf_counter()
+
+    def progress(result) -> None:
+        print(f"  {result.summary()}", flush=True)
+
+    league = play_league(agents, args.games, args.seed, rules, device, args.batch_pairs, progress)
+    seconds = time.perf_counter() - start
+    print()
+    print(format_table(league))
+    out = Path(args.out)
+    json_path = write_json(league, out / "league.json")
+    plot_path = write_plot(league, out)
+    games = sum(match.games for match in league.matches)
+    print(f"\n{games:,} games in {seconds:.1f} s; wrote {json_path} and {plot_path}")
+    return 0
