@@ -92,18 +92,18 @@ def selfplay_turn(
     # V of each afterstate for the next side to move, then the mover's view of it.
     next_side = network.evaluate_flipped(afterstates.boards, rules)
     extra_roll = afterstates.extra_roll
-    if rules.acey_deucey:
+    # The mover's cubeless equity is minus the next side's (flipping outcomes negates equity), so
+    # only the chosen afterstates' outcome vectors are ever flipped.
+    equity = -cubeless_equity(next_side)
+    if rules.acey_deucey and bool(extra_roll.any()):
         # After a play that earns an extra roll the mover is to move again.
-        if bool(extra_roll.any()):
-            next_side[extra_roll] = network.evaluate(afterstates.boards[extra_roll], rules)
-        mover_view = torch.where(extra_roll.unsqueeze(1), next_side, flip_outcomes(next_side))
-    else:
-        mover_view = flip_outcomes(next_side)
+        next_side[extra_roll] = network.evaluate(afterstates.boards[extra_roll], rules)
+        equity = torch.where(extra_roll, cubeless_equity(next_side), equity)
     points = winning_points(afterstates.boards, rules)
     ends = points != 0  # negative in play-to-lose
-    exact = terminal_outcomes(torch.where(ends, points, 1), mover_view.dtype)
-    mover_view = torch.where(ends.unsqueeze(1), exact, mover_view)
-    choice = argmax_per_position(cubeless_equity(mover_view), afterstates)
+    # A move that ends the game scores its real result, whose cubeless equity is its points.
+    equity = torch.where(ends, points.to(equity.dtype), equity)
+    choice = argmax_per_position(equity, afterstates)
     if epsilon > 0:
         explores = torch.rand(choice.shape[0], generator=explore, device=choice.device) < epsilon
         choice = torch.where(explores, random_choice(afterstates, explore), choice)
