@@ -19,15 +19,6 @@ from engine.rules import STANDARD
 from engine.state import State
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Small batches run far slower on two threads when the machine is shared (measured: 6x).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
     torch.manual_seed(3)

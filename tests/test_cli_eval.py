@@ -26,13 +26,9 @@ def small_database():
 @pytest.fixture(autouse=True)
 def small_bearoff_cache(tmp_path, monkeypatch, small_database):
     """A small bear-off database where the evaluator looks for the cached one, so that no test builds
-    (or reads) the real cache; and one thread, which a shared machine runs search fastest on."""
+    (or reads) the real cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     small_database.save(default_path())
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def save_model(path, **model_changes):

@@ -16,14 +16,6 @@ from engine.rules import STANDARD
 pytest.importorskip("bgtrain.cube")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Small batches run far slower on two threads when the machine is shared (measured: 6x).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def pip_race_outcomes(board: torch.Tensor) -> torch.Tensor:
     """A value function with firm opinions, so that the cube is turned: the side to move's winning

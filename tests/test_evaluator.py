@@ -35,15 +35,6 @@ def weight(roll) -> float:
     return (1.0 if roll[0] == roll[1] else 2.0) / 36.0
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Search runs many mid-sized tensor operations, which two threads slow down tenfold on a shared
-    machine; one thread keeps the file's time predictable."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def network() -> ValueNetwork:

@@ -30,14 +30,6 @@ except ValueError:
     pytest.skip("GNU Backgammon's Python bindings are not installed", allow_module_level=True)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Small batches run far slower on two threads when the machine is shared (measured: 6x).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 # Asymmetric IDs whose boards are drawn in tests/test_codecs.py (sources there): the start position
 # cannot tell the two sides apart, these can.

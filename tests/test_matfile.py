@@ -30,15 +30,6 @@ from bgtrain.matfile import (
 from engine.rules import STANDARD
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Small batches run far slower on two threads when the machine is shared (measured: 6x).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def benchmark_games():
     history = []
