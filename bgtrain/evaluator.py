@@ -169,11 +169,19 @@ class Evaluator:
             check_variant(payload, rules, str(path))
         return cls.from_network(network, trained, bearoff, **settings)
 
+    def _check_ply(self, ply: int) -> int:
+        ply = _check_ply(ply)
+        if ply and self.rules.acey_deucey:
+            # The search averages over the opponent's rolls after every play; an acey-deucey play
+            # that earns an extra roll is followed by the same side's roll instead.
+            raise ValueError(f"multi-ply search does not model {self.rules.name}'s extra rolls; use ply 0")
+        return ply
+
     # --- public API -----------------------------------------------------------------------------
 
     def probabilities(self, board: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """``V_ply``: ``int8[B, 28]`` positions before the roll -> ``float32[B, 5]`` for the side to move."""
-        return self._position_outcomes(_check_board(board), _check_ply(ply))
+        return self._position_outcomes(_check_board(board), self._check_ply(ply))
 
     def equity(self, board: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """Cubeless equity of ``probabilities``: ``float32[B]``."""
@@ -181,7 +189,7 @@ class Evaluator:
 
     def afterstate_probabilities(self, afterstates: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """``A_ply``: ``int8[N, 28]`` afterstates -> ``float32[N, 5]`` for the side that just moved."""
-        return self._afterstate_outcomes(_check_board(afterstates), _check_ply(ply))
+        return self._afterstate_outcomes(_check_board(afterstates), self._check_ply(ply))
 
     def best_moves(self, board: torch.Tensor, dice: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """The move choice at ``ply``: an index into each position's ``legal_afterstates``, ``int64[B]``."""
@@ -191,7 +199,7 @@ class Evaluator:
 
     def choose(self, afterstates: Afterstates, ply: int = 0) -> torch.Tensor:
         """``best_moves`` on afterstates already generated: ``int64[B]``."""
-        choice, _ = self._select(afterstates, _check_ply(ply), need_values=False)
+        choice, _ = self._select(afterstates, self._check_ply(ply), need_values=False)
         return choice
 
     def hint(self, board: torch.Tensor, dice: torch.Tensor, ply: int = 0, limit: int | None = None
@@ -204,7 +212,7 @@ class Evaluator:
         board = _check_board(board)
         dice = torch.as_tensor(dice, device=board.device).reshape(-1, 2)
         afterstates = legal_afterstates(board, dice, self.rules)
-        outcomes, plies = self._candidates(afterstates, _check_ply(ply))
+        outcomes, plies = self._candidates(afterstates, self._check_ply(ply))
         # The same float32 equities as the move choice, so that both rank (and break ties) alike.
         equity = cubeless_equity(outcomes).tolist()
         outcomes, plies = outcomes.tolist(), plies.tolist()
@@ -383,7 +391,7 @@ class SearchAgent:
 
     def __init__(self, evaluator: Evaluator, ply: int, name: str | None = None) -> None:
         self.evaluator = evaluator
-        self.ply = _check_ply(ply)
+        self.ply = evaluator._check_ply(ply)
         self.name = name or f"{ply}-ply"
 
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:

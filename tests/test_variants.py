@@ -688,3 +688,15 @@ def test_selfplay_steps_on_a_variant(name, tmp_path):
     for _ in range(40):
         run.step()
     assert run.updates > 0 and run.games > 0
+
+
+def test_search_refuses_acey_deucey_beyond_0_ply():
+    from bgtrain.evaluator import Evaluator
+    from bgtrain.network import ValueNetwork
+
+    rules = get_rules("acey-deucey-single")
+    evaluator = Evaluator.from_network(ValueNetwork("tesauro198", (8,)), rules, bearoff=False)
+    board = rules.start_board().unsqueeze(0)
+    assert evaluator.probabilities(board, 0).shape == (1, 5)
+    with pytest.raises(ValueError, match="extra rolls"):
+        evaluator.probabilities(board, 1)

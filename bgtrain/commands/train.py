@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
     parser.add_argument("--device", help="shorthand for run.device=...")
     parser.add_argument("--seed", type=int, help="shorthand for run.seed=...")
+    parser.add_argument("--variant", help="shorthand for run.variant=... (engine.variants)")
     parser.add_argument("--threads", type=int, help="CPU threads for torch (1 is fastest on a shared machine)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("overrides", nargs=argparse.REMAINDER, help="section.field=value or --section.field value")
@@ -38,6 +39,8 @@ def resolve_config(args: argparse.Namespace):
         overrides.append(f"run.device={args.device}")
     if args.seed is not None:
         overrides.append(f"run.seed={args.seed}")
+    if args.variant:
+        overrides.append(f"run.variant={args.variant}")
     if args.out:
         out = Path(args.out)
         overrides += [f"run.out_dir={out.parent.as_posix() or '.'}", f"run.name={out.name}"]
