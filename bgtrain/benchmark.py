@@ -17,6 +17,7 @@ from engine.dice import RandomDice
 from engine.game import new_games, play
 from engine.movegen import Afterstates, legal_afterstates
 from engine.rules import STANDARD, Rules
+from engine.state import State
 
 
 class MirroredDice:
@@ -116,6 +117,30 @@ def _part(afterstates: Afterstates, positions: slice, rows: slice) -> Afterstate
     return Afterstates(**parts)
 
 
+def choose_moves(agent_a: Agent, agent_b: Agent, state: State, ids: torch.Tensor, a_seat: torch.Tensor,
+                 rules: Rules):
+    """One lock-step move phase: the games are reordered so that A's movers come first, move
+    generation runs once for all of them, and each agent chooses for its own contiguous share.
+
+    ``ids: int64[B]`` are the games' slots (``a_seat[ids]`` is A's seat). Returns the reordered
+    ``(state, ids)``, the afterstates and ``choice: int64[B]``.
+    """
+    a_to_move = state.seat == a_seat[ids]
+    order = torch.argsort((~a_to_move).to(torch.int8), stable=True)
+    state, ids = state.select(order), ids[order]
+    count, count_a = ids.numel(), int(a_to_move.sum())
+    afterstates = legal_afterstates(state.board, state.dice, rules)
+    split = int(afterstates.offsets[count_a]) if count_a < count else afterstates.total
+    choice = torch.empty(count, dtype=torch.int64, device=state.device)
+    for agent, positions, rows in (
+        (agent_a, slice(0, count_a), slice(0, split)),
+        (agent_b, slice(count_a, count), slice(split, afterstates.total)),
+    ):
+        if positions.stop > positions.start:
+            choice[positions] = agent.choose(state.select(positions), _part(afterstates, positions, rows))
+    return state, ids, afterstates, choice
+
+
 def play_pairs(
     agent_a: Agent,
     agent_b: Agent,
@@ -145,21 +170,7 @@ def play_pairs(
     live_dice = _LiveDice(dice, games)
     turns: list[tuple[torch.Tensor, ...]] = []
     while ids.numel():
-        a_to_move = state.seat == a_seat[ids]
-        order = torch.argsort((~a_to_move).to(torch.int8), stable=True)
-        state, ids = state.select(order), ids[order]
-        count = ids.numel()
-        count_a = int(a_to_move.sum())
-        afterstates = legal_afterstates(state.board, state.dice, rules)
-        split = int(afterstates.offsets[count_a]) if count_a < count else afterstates.total
-        choice = torch.empty(count, dtype=torch.int64, device=device)
-        for agent, positions, rows in (
-            (agent_a, slice(0, count_a), slice(0, split)),
-            (agent_b, slice(count_a, count), slice(split, afterstates.total)),
-        ):
-            if positions.stop > positions.start:
-                part = _part(afterstates, positions, rows)
-                choice[positions] = agent.choose(state.select(positions), part)
+        state, ids, afterstates, choice = choose_moves(agent_a, agent_b, state, ids, a_seat, rules)
         chosen = afterstates.select(choice)
         extra_roll = afterstates.select_extra_roll(choice)
         if history is not None:

@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 import torch
 
 from bgtrain.agents import Agent, GreedyValueAgent
-from bgtrain.benchmark import MirroredDice, _LiveDice, _part
+from bgtrain.benchmark import MirroredDice, _LiveDice, choose_moves
 from engine.board import flip_board, pip_counts
 from engine.game import new_games, play
-from engine.movegen import legal_afterstates
 from engine.rules import STANDARD, Rules
 from engine.state import State
 
@@ -230,18 +229,8 @@ def play_cubeful(
             state, ids = state.select(keep), ids[keep]
             if not ids.numel():
                 break
-        # --- move phase (as bgtrain.benchmark.play_pairs) -----------------------------------------
-        a_to_move = state.seat == a_seat[ids]
-        order = torch.argsort((~a_to_move).to(torch.int8), stable=True)
-        state, ids = state.select(order), ids[order]
-        count, count_a = ids.numel(), int(a_to_move.sum())
-        afterstates = legal_afterstates(state.board, state.dice, rules)
-        split = int(afterstates.offsets[count_a]) if count_a < count else afterstates.total
-        choice = torch.empty(count, dtype=torch.int64, device=device)
-        for agent, positions, flat in ((agent_a, slice(0, count_a), slice(0, split)),
-                                       (agent_b, slice(count_a, count), slice(split, afterstates.total))):
-            if positions.stop > positions.start:
-                choice[positions] = agent.choose(state.select(positions), _part(afterstates, positions, flat))
+        # --- move phase, shared with bgtrain.benchmark.play_pairs ---------------------------------
+        state, ids, afterstates, choice = choose_moves(agent_a, agent_b, state, ids, a_seat, rules)
         chosen = afterstates.select(choice)
         if records is not None:
             for row, slot in enumerate(ids.tolist()):
