@@ -79,3 +79,13 @@ def test_no_legal_move_returns_the_position(capsys):
     result = json.loads(out)
     assert status == 0 and len(result["moves"]) == 1
     assert result["moves"][0]["position_id"] == position_id and result["moves"][0]["play"] == "(no move)"
+
+
+def test_every_command_prints_its_help(capsys):
+    from bgtrain.cli import COMMANDS
+
+    for command in [[], *([name] for name in COMMANDS)]:
+        with pytest.raises(SystemExit) as exit_info:
+            main([*command, "--help"])
+        assert exit_info.value.code == 0
+        assert "usage: bgtrain" in capsys.readouterr().out
