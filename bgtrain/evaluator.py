@@ -161,8 +161,16 @@ class Evaluator:
     def from_path(cls, path: str | Path, device: torch.device | str = "cpu",
                   bearoff: BearoffDatabase | str | Path | bool | None = True, rules: Rules | None = None,
                   **settings) -> Evaluator:
-        """An evaluator on the network of a checkpoint file (``bgtrain.checkpoint``), for the variant it
-        was trained on (``rules``, when given, must be that one)."""
+        """An evaluator on the network of a checkpoint file (``bgtrain.checkpoint``) or of an ONNX
+        export (``.onnx``, through onnxruntime), for the variant it was trained on (``rules``, when
+        given, must be that one)."""
+        if Path(path).suffix.lower() == ".onnx":
+            from bgtrain.onnx_model import OnnxValueModel
+
+            model = OnnxValueModel(path, device)
+            if rules is not None and rules != model.rules:
+                raise ValueError(f"{path} was exported for {model.rules.name!r}, not for {rules.name!r}")
+            return cls.from_network(model, model.rules, bearoff, **settings)
         network, payload = load_network(path, device)
         trained = get_rules(payload.get("rules") or "backgammon")
         if rules is not None:

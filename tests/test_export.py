@@ -304,3 +304,19 @@ def test_missing_onnx_package_names_the_extra(checkpoints, tmp_path, capsys, mon
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "pip install 'bgtrain[onnx]'" in error
     assert not out.exists()
+
+
+def test_evaluator_and_eval_accept_an_onnx_export(checkpoints, tmp_path, capsys) -> None:
+    from bgtrain.cli import main
+    from bgtrain.evaluator import Evaluator
+
+    path = tmp_path / "model.onnx"
+    export_checkpoint(checkpoints["tesauro198"], path, "onnx")
+    board = STANDARD.start_board().unsqueeze(0)
+    from_onnx = Evaluator.from_path(path, bearoff=False)
+    from_checkpoint = Evaluator.from_path(checkpoints["tesauro198"], bearoff=False)
+    for ply in (0, 1):
+        assert (from_onnx.probabilities(board, ply) - from_checkpoint.probabilities(board, ply)).abs().max() <= 1e-5
+    assert main(["eval", "4HPwATDgc/ABMA", "--dice", "31", "--model", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["model"] == str(path) and len(report["hint"]) == 16
