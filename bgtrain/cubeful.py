@@ -175,6 +175,17 @@ def play_cubeful(
         game_number[slot] += 1
         return False
 
+    def settle(state: State, ids: torch.Tensor, slot_list: list[int], ended: list[int], restart: list[int]):
+        """After games end: rows whose slot goes on (the next game of a match) restart in place, rows
+        whose slot is done leave the batch. Returns the new ``(state, ids)``."""
+        if restart:
+            state = _restart_rows(state, restart, [slot_list[row] for row in restart], dice, rules, slots)
+        if ended:
+            keep = torch.ones(ids.numel(), dtype=torch.bool, device=device)
+            keep[torch.tensor(ended, device=device)] = False
+            state, ids = state.select(keep), ids[keep]
+        return state, ids
+
     while ids.numel():
         slot_list = ids.tolist()
         seats = state.seat.tolist()
@@ -221,14 +232,9 @@ def play_cubeful(
                     continue
                 drops += 1
                 (ended if finish_game(slot, seat, cube_value[slot], False) else restart).append(row)
-        if restart:
-            state = _restart_rows(state, restart, [slot_list[row] for row in restart], dice, rules, slots)
-        if ended:
-            keep = torch.ones(ids.numel(), dtype=torch.bool, device=device)
-            keep[torch.tensor(ended, device=device)] = False
-            state, ids = state.select(keep), ids[keep]
-            if not ids.numel():
-                break
+        state, ids = settle(state, ids, slot_list, ended, restart)
+        if not ids.numel():
+            break
         # --- move phase, shared with bgtrain.benchmark.play_pairs ---------------------------------
         state, ids, afterstates, choice = choose_moves(agent_a, agent_b, state, ids, a_seat, rules)
         chosen = afterstates.select(choice)
@@ -246,12 +252,7 @@ def play_cubeful(
                 slot, result = slot_list[row], int(state.result[row])
                 done = finish_game(slot, 0 if result > 0 else 1, abs(result) * cube_value[slot], abs(result) >= 2)
                 (ended if done else restart).append(row)
-            if restart:
-                state = _restart_rows(state, restart, [slot_list[row] for row in restart], dice, rules, slots)
-            if ended:
-                keep = torch.ones(ids.numel(), dtype=torch.bool, device=device)
-                keep[torch.tensor(ended, device=device)] = False
-                state, ids = state.select(keep), ids[keep]
+            state, ids = settle(state, ids, slot_list, ended, restart)
 
     points = torch.tensor(a_points, dtype=torch.float64)
     if match_length:

@@ -52,6 +52,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", default="backgammon", help="rules variant (engine.variants; default backgammon)")
 
 
+def _report(mode: str, result, args: argparse.Namespace, device: torch.device, seconds: float) -> dict:
+    """The JSON report of a bench run: the result's fields and how it was run."""
+    return {
+        "mode": mode,
+        **result.as_dict(),
+        "seed": args.seed,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "seconds": round(seconds, 3),
+        "games_per_second": round(result.games / max(seconds, 1e-9), 1),
+    }
+
+
 def _rate(value: float) -> str:
     return f"{100 * value:5.1f}%"
 
@@ -109,15 +122,7 @@ def run_cubeful(args: argparse.Namespace) -> int:
     result, raw = play_cubeful(agent_a, agent_b, args.games, args.seed, rules, device, match_length, records)
     seconds = time.perf_counter() - start
     print(format_cubeful(result, seconds))
-    report = {
-        "mode": f"match_{match_length}" if match_length else "money_cubeful",
-        **result.as_dict(),
-        "seed": args.seed,
-        "device": str(device),
-        "threads": torch.get_num_threads(),
-        "seconds": round(seconds, 3),
-        "games_per_second": round(result.games / max(seconds, 1e-9), 1),
-    }
+    report = _report(f"match_{match_length}" if match_length else "money_cubeful", result, args, device, seconds)
     if records is not None:
         from bgtrain.matfile import save_cubeful_games
 
@@ -160,15 +165,7 @@ def run(args: argparse.Namespace) -> int:
     result = play_match(agent_a, agent_b, args.games, args.seed, rules, device, args.batch_pairs, history)
     seconds = time.perf_counter() - start
     print(format_result(result, seconds))
-    report = {
-        "mode": "money_cubeless",
-        **result.as_dict(),
-        "seed": args.seed,
-        "device": str(device),
-        "threads": torch.get_num_threads(),
-        "seconds": round(seconds, 3),
-        "games_per_second": round(result.games / max(seconds, 1e-9), 1),
-    }
+    report = _report("money_cubeless", result, args, device, seconds)
     if history is not None:
         from bgtrain.matfile import save_games
 
