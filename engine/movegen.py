@@ -40,10 +40,9 @@ import torch
 from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, mover_checkers_on_board
 from engine.rules import STANDARD, Rules
 
-PACKED_WIDTH = 40  # int8 columns per packed line: the board (28), a scratch column, padding, metadata
+PACKED_WIDTH = 40  # int8 columns per packed line: the board (28), padding, metadata
 WORDS = PACKED_WIDTH // 8  # four words of board, one word of metadata
 BOARD_WORDS = 4
-SCRATCH = 28  # bearing off "lands" here; reset to zero after every move
 EXTRA_ROLL = 29  # 1 when the afterstate earns an extra roll (acey-deucey), else 0
 SOURCES = 26  # a checker can move from points 1..24, the bar (25) and the hand (26)
 MAX_POSITIONS = 1 << 24
@@ -157,6 +156,38 @@ def _tables(device: torch.device):
     return tables
 
 
+def _set_bits(moves: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every set bit (1..26) of ``moves: int64[L]``: ``(line int64[M], bit number int64[M])``, in no
+    particular order.
+
+    On the CPU, peeling the lowest set bit of the lines that still have one is about four times
+    faster than ``nonzero`` over an ``[L, 26]`` mask (a line has few legal moves). On a GPU each
+    peel would be a host sync, so there the mask's single ``nonzero`` is used."""
+    if moves.device.type != "cpu":
+        return _set_bits_by_mask(moves)
+    line = (moves != 0).nonzero().squeeze(1)
+    moves = moves.index_select(0, line)
+    lines, bits = [], []
+    while moves.numel():
+        lowest = moves & -moves
+        lines.append(line)
+        bits.append(lowest)
+        moves = moves ^ lowest
+        more = (moves != 0).nonzero().squeeze(1)
+        line, moves = line.index_select(0, more), moves.index_select(0, more)
+    if not lines:
+        return line, line
+    # A power of two is exact in float64, so its exponent field is the bit number.
+    bit = (torch.cat(bits).to(torch.float64).view(torch.int64) >> 52) - 1023
+    return torch.cat(lines), bit
+
+
+def _set_bits_by_mask(moves: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    source, source_bit, _ = _tables(moves.device)
+    line, column = ((moves.unsqueeze(1) & source_bit) != 0).nonzero(as_tuple=True)
+    return line, source[column]
+
+
 def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor, open_points: torch.Tensor,
                   blots: torch.Tensor | None, rules: Rules) -> torch.Tensor:
     """Every legal single checker move of every line.
@@ -169,7 +200,7 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     that may not be hit while the line has no checker home.
     """
     device = lines.device
-    source, source_bit, highest_table = _tables(device)
+    _, _, highest_table = _tables(device)
     occupied = _field(lines, _OCCUPIED_SHIFT, 27)
     if blots is not None:
         # Dutch backgammon (``Rules.hit_needs_home_checker``): "a player may not hit until at least
@@ -215,39 +246,48 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     low_first_second = ~ordered & (_field(lines, _FIRST_DIE_SHIFT, 3) < die)
     moves = torch.where(ordered, moves & below, torch.where(low_first_second, moves & needed, moves))
 
-    row, column = ((moves.unsqueeze(1) & source_bit) != 0).nonzero(as_tuple=True)
-    moved = row.numel()
+    row, src = _set_bits(moves)
     children = lines.index_select(0, row)
     flat = children.view(torch.int8).view(-1)
-    base = torch.arange(moved, device=device) * PACKED_WIDTH
-    src = source[column]
-    child_die = die[row]
-    target = torch.where(src >= MOVER_BAR, 25 - child_die, src - child_die)
+    base = torch.arange(row.numel(), device=device) * PACKED_WIDTH
+    child_die = die.index_select(0, row)
+    from_bar = src >= MOVER_BAR
+    target = torch.where(from_bar, 25 - child_die, src - child_die)
+    bears_off = target < 1
 
+    # Gathers and scatters on the flat byte view use index_select and scatter_: several times
+    # faster than advanced indexing on the CPU (measured with torch 2.13).
     at_source = base + src
-    left = flat[at_source] - 1
-    flat[at_source] = left
-    at_target = base + torch.where(target >= 1, target, SCRATCH)
-    before = flat[at_target]
+    left = flat.index_select(0, at_source) - 1
+    flat.scatter_(0, at_source, left)
+    # Bearing off "lands" on the source byte and rewrites it unchanged.
+    at_target = torch.where(bears_off, at_source, base + target)
+    before = flat.index_select(0, at_target)
     # Landing on a single opposing checker hits it: it goes to the opponent's bar.
     hit = before == -1
-    flat[at_target] = torch.where(hit, torch.ones_like(before), before + 1)
-    flat[base + OPPONENT_BAR] -= hit.to(torch.int8)
-    flat[base + SCRATCH] = 0
+    after = torch.where(hit, 1, before + ~bears_off)
+    flat.scatter_(0, at_target, after.to(torch.int8))
+    # The opponent's bar is byte 0 of word 0: rewrite that byte in place, without a gather.
+    first_word = children[:, 0]
+    bar_byte = first_word & 255
+    children[:, 0] = (first_word ^ bar_byte) | ((bar_byte - hit.long()) & 255)
 
-    occupied = children[:, BOARD_WORDS] >> _OCCUPIED_SHIFT
-    occupied &= ~torch.where(left == 0, 1 << src, 0)
-    occupied |= torch.where(target >= 1, 1 << target.clamp(min=0), 0)
-    keep = children[:, BOARD_WORDS] & ((1 << _RANK_SHIFT) - 1)  # parent and dice
+    metadata = children[:, BOARD_WORDS]
+    occupied = metadata >> _OCCUPIED_SHIFT
+    occupied &= ~((1 << src) & -(left == 0).long())
+    occupied |= (1 << target.clamp(min=0)) & -(~bears_off).long()
+    keep = metadata & ((1 << _RANK_SHIFT) - 1)  # parent and dice
     rank = torch.where(
-        ordered[row], src.clamp(max=MOVER_BAR), torch.where(src >= MOVER_BAR, _ANY_SOURCE, target.clamp(min=0))
+        ordered.index_select(0, row),
+        src.clamp(max=MOVER_BAR),
+        torch.where(from_bar, _ANY_SOURCE, target.clamp(min=0)),
     )
     if blots is not None:
         # Dutch: the move that brings the first checker home allows hits, so a later move (a higher
         # checker's with doubles, or the high die's in the low-die-first order) can need it first:
         # after it, any source may follow.
-        arrives = (blots[row] != 0) & (target >= 1) & (target <= 6)
-        rank = torch.where(arrives, torch.where(ordered[row], MOVER_BAR, _ANY_SOURCE), rank)
+        arrives = (blots.index_select(0, row) != 0) & (target >= 1) & (target <= 6)
+        rank = torch.where(arrives, torch.where(ordered.index_select(0, row), MOVER_BAR, _ANY_SOURCE), rank)
     children[:, BOARD_WORDS] = keep | (rank << _RANK_SHIFT) | (occupied << _OCCUPIED_SHIFT)
     return children
 

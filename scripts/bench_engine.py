@@ -55,22 +55,27 @@ def movegen_throughput(boards, dice, batch: int, device, repeats: int) -> dict:
     }
 
 
-def random_selfplay(batch: int, turns: int, device, repeats: int, seed: int = 0) -> dict:
-    """Lock-step random games, finished games restarting in their slots; completed games per second."""
+def random_selfplay(batch: int, turns: int, device, repeats: int, seed: int = 0, warmup_turns: int = 150) -> dict:
+    """Lock-step random games, finished games restarting in their slots; completed games per second
+    in the steady state. Untimed warm-up turns first fill the slots with games at every stage (a
+    random game lasts about 95 turns), so the figure is not diluted by the first games' ramp-up,
+    when no slot has finished yet."""
+    dice = RandomDice(seed, device)
+    generator = torch.Generator(device=device).manual_seed(seed + 1)
+    state = new_games(STANDARD, batch, dice, device)
 
-    def run():
-        dice = RandomDice(seed, device)
-        generator = torch.Generator(device=device).manual_seed(seed + 1)
-        state = new_games(STANDARD, batch, dice, device)
+    def run(count: int) -> int:
+        nonlocal state
         completed = torch.zeros((), dtype=torch.int64, device=device)
-        for _ in range(turns):
+        for _ in range(count):
             afterstates = legal_afterstates(state.board, state.dice)
             state = play(state, afterstates.select(random_choice(afterstates, generator)), STANDARD, dice)
             completed += state.game_over.sum()
             state = restart_finished(state, STANDARD, dice)
         return int(completed)
 
-    seconds, completed = timed(run, device, repeats)
+    run(warmup_turns)
+    seconds, completed = timed(lambda: run(turns), device, repeats)
     return {"batch": batch, "turns": turns, "games": completed, "games_per_s": completed / seconds}
 
 
@@ -136,7 +141,7 @@ def main() -> None:
         print(f"  batch {batch:>7}: {row['positions_per_s']:>12,.0f} positions/s "
               f"{row['afterstates_per_s']:>14,.0f} afterstates/s")
 
-    print("random self-play, lock-step, finished games restart in their slots:")
+    print("random self-play, lock-step, finished games restart in their slots (steady state):")
     report["selfplay"] = []
     for batch in [b for b in batches if b >= 64]:
         row = random_selfplay(batch, args.selfplay_turns, device, max(1, args.repeats // 2))

@@ -60,3 +60,18 @@ def test_many_reachable_positions_match_reference():
 def test_cuda_matches_reference():
     boards, _ = sample_positions(2000, seed=13)
     assert_same_as_reference(boards.cuda())
+
+
+def test_set_bit_paths_agree():
+    """The CPU peels set bits; a GPU uses one mask ``nonzero``. Both must list the same (line, bit)
+    pairs, so the GPU path is checked here on the CPU, including lines with no bit set."""
+    from engine.movegen import _set_bits, _set_bits_by_mask
+
+    generator = torch.Generator().manual_seed(3)
+    moves = torch.randint(0, 1 << 27, (2000,), generator=generator) & ~1
+    moves[::7] = 0
+    moves[5] = ((1 << 27) - 1) & ~1  # all 26 sources
+    peeled = sorted(zip(*(t.tolist() for t in _set_bits(moves))))
+    masked = sorted(zip(*(t.tolist() for t in _set_bits_by_mask(moves))))
+    assert peeled == masked
+    assert len(peeled) == sum(bin(m).count("1") for m in moves.tolist())
