@@ -121,23 +121,47 @@ def selfplay_turn(
     return turn, afterstates.boards[flat]
 
 
-def lambda_returns(turns: list[Turn], td_lambda: float) -> list[torch.Tensor]:
-    """The truncated lambda-return of every buffered turn, oldest first: ``float[G, 5]`` each, for
-    that turn's side to move. The newest turn bootstraps from V of the position after it."""
-    returns: list[torch.Tensor] = []
-    later = None
-    for turn in reversed(turns):
-        ahead = turn.next_value if later is None else (1 - td_lambda) * turn.next_value + td_lambda * later
-        ahead = torch.where(turn.truncated.unsqueeze(1), turn.next_value, ahead)
-        # ``ahead`` is for the next position's side to move: the other side, or after an extra roll
-        # this turn's mover.
-        mover_ahead = flip_outcomes(ahead)
-        if turn.extra_roll is not None:
-            mover_ahead = torch.where(turn.extra_roll.unsqueeze(1), ahead, mover_ahead)
-        now = torch.where(turn.ended.unsqueeze(1), turn.outcome, mover_ahead)
-        returns.append(now)
-        later = now
-    returns.reverse()
+def lambda_returns(turns: list[Turn], td_lambda: float, count: int | None = None) -> list[torch.Tensor]:
+    """The truncated lambda-returns of the oldest ``count`` buffered turns (all by default), oldest
+    first: ``float[G, 5]`` each, for that turn's side to move. The newest turn bootstraps from V of
+    the position after it.
+
+    The return is defined by the recursion G_t = E_t if turn t ended the game (its exact outcome),
+    else flip_t(V_{t+1}) if the game was cut after turn t or t is the newest turn, else
+    flip_t((1 - lambda) V_{t+1} + lambda G_{t+1}), where flip_t turns the next position's view into
+    this turn's mover's (the identity after an acey-deucey extra roll). Since flip is affine and the
+    weights at each step sum to one, G_s unrolls into a weighted sum over the turns k >= s that the
+    recursion reaches: V_{k+1} with weight (1 - lambda) lambda^(k-s) (lambda^(k-s) where it stops),
+    or E_k with weight lambda^(k-s), each flipped once per flip on the way (so flipped or not by
+    parity). That sum is a handful of tensor operations over the whole buffer instead of a Python
+    loop of small ones per turn (the lock-step hot path computes it every turn).
+    """
+    count = len(turns) if count is None else count
+    next_value = torch.stack([turn.next_value for turn in turns])  # [T, G, 5]
+    flipped_next = flip_outcomes(next_value)
+    outcome = torch.stack([turn.outcome for turn in turns])
+    flipped_outcome = flip_outcomes(outcome)
+    ended = torch.stack([turn.ended for turn in turns])  # [T, G]
+    truncated = torch.stack([turn.truncated for turn in turns])
+    if turns[0].extra_roll is None:
+        flips = torch.ones_like(ended, dtype=torch.int32)
+    else:
+        flips = (~torch.stack([turn.extra_roll for turn in turns])).to(torch.int32)
+    goes_on = (~ended & ~truncated).to(next_value.dtype)
+    steps = torch.arange(len(turns), device=next_value.device)
+    returns = []
+    for start in range(count):
+        span = len(turns) - start
+        # reach[k]: the recursion from ``start`` gets to turn start + k (no end or cut before it).
+        reach = torch.cumprod(torch.cat([torch.ones_like(goes_on[:1]), goes_on[start:-1]]), 0)
+        flips_before = torch.cumsum(flips[start:], 0) - flips[start:]
+        stops = ended[start:] | truncated[start:] | (steps[:span] == span - 1).unsqueeze(1)
+        weight = td_lambda ** steps[:span].to(next_value.dtype).unsqueeze(1) * reach
+        weight = weight * torch.where(stops, 1.0, 1.0 - td_lambda)
+        from_next = torch.where(((flips_before + flips[start:]) % 2 == 1).unsqueeze(2), flipped_next[start:], next_value[start:])
+        from_outcome = torch.where((flips_before % 2 == 1).unsqueeze(2), flipped_outcome[start:], outcome[start:])
+        term = torch.where(ended[start:].unsqueeze(2), from_outcome, from_next)
+        returns.append((weight.unsqueeze(2) * term).sum(0))
     return returns
 
 
@@ -240,7 +264,9 @@ class Run:
         self.network = ValueNetwork(config.model.encoder, config.model.hidden, config.model.activation).to(self.device)
         if config.train.optimizer == "adam":
             self.optimizer = torch.optim.AdamW(
-                self.network.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
+                self.network.parameters(),
+                lr=config.train.learning_rate,
+                weight_decay=config.train.weight_decay,
             )
         else:
             self.optimizer = torch.optim.SGD(
@@ -297,7 +323,7 @@ class Run:
         """Train the oldest ``update_every_turns`` buffered turns towards their lambda-returns."""
         train = self.config.train
         ready = train.update_every_turns
-        targets = lambda_returns(self.buffer, train.td_lambda)[:ready]
+        targets = lambda_returns(self.buffer, train.td_lambda, ready)
         boards = torch.cat([turn.board for turn in self.buffer[:ready]])
         target = torch.cat(targets)
         del self.buffer[:ready]

@@ -36,21 +36,30 @@ def winning_points(afterstate: torch.Tensor, rules: Rules) -> torch.Tensor:
     point per checker the loser has not borne off. Play to lose (``Rules.first_off_loses``): the
     side that bears off all its checkers first loses the game's value.
     """
-    # The mover has finished when none of its checkers is left on the row (cheap: most rows are
-    # not, and the full scoring below runs only on those that are).
-    finished = ~(afterstate[:, 1:27] > 0).any(1)
+    # The mover has finished when none of its checkers is left on the row. That is cheap to test
+    # (``amax`` over int8 rows), and most rows have not, so the scoring below runs only on the
+    # rows that have: on the CPU their indices are known; on a GPU, scoring every row avoids a sync.
+    finished = afterstate[:, 1:27].amax(1) <= 0
     points = finished.to(torch.int8)
-    if afterstate.device.type != "cpu" or bool(finished.any()):
-        _, opponent_off = borne_off(afterstate, rules.checkers_per_side)
-        if rules.scoring == "checkers_left":
-            points = torch.where(finished, rules.checkers_per_side - opponent_off, 0).to(torch.int8)
-        else:
-            gammon = finished & (opponent_off == 0) & rules.gammons
-            opponent_behind = (afterstate[:, OPPONENT_BAR] < 0) | (afterstate[:, HOME_POINTS] < 0).any(1)
-            opponent_behind |= afterstate[:, OPPONENT_IN_HAND] < 0
-            backgammon = gammon & opponent_behind & rules.backgammons
-            points = points + gammon.to(torch.int8) + backgammon.to(torch.int8)
+    if afterstate.device.type == "cpu":
+        rows = finished.nonzero().squeeze(1)
+        if rows.numel():
+            points.index_copy_(0, rows, _finished_points(afterstate.index_select(0, rows), rules))
+    else:
+        points = torch.where(finished, _finished_points(afterstate, rules), 0).to(torch.int8)
     return -points if rules.first_off_loses else points
+
+
+def _finished_points(afterstate: torch.Tensor, rules: Rules) -> torch.Tensor:
+    """The game's value for rows where the mover has borne off every checker: ``int8[N]``."""
+    _, opponent_off = borne_off(afterstate, rules.checkers_per_side)
+    if rules.scoring == "checkers_left":
+        return (rules.checkers_per_side - opponent_off).to(torch.int8)
+    gammon = (opponent_off == 0) & rules.gammons
+    opponent_behind = (afterstate[:, OPPONENT_BAR] < 0) | (afterstate[:, HOME_POINTS] < 0).any(1)
+    opponent_behind |= afterstate[:, OPPONENT_IN_HAND] < 0
+    backgammon = gammon & opponent_behind & rules.backgammons
+    return (1 + gammon.to(torch.int8) + backgammon.to(torch.int8)).to(torch.int8)
 
 
 def play(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from bgtrain.config import load_config
@@ -48,6 +49,48 @@ def test_truncated_game_bootstraps_and_is_not_a_loss():
     returns = lambda_returns([turn(V1), turn(V2, truncated=True), turn(V3)], 0.7)
     assert torch.allclose(returns[1], flip_outcomes(torch.tensor([V2])))
     assert not torch.equal(returns[1], terminal_outcomes(torch.tensor([-1])))
+
+
+def recursive_lambda_returns(turns: list[Turn], td_lambda: float) -> list[torch.Tensor]:
+    """The defining recursion, turn by turn from the newest: the oracle for ``lambda_returns``."""
+    returns, later = [], None
+    for turn in reversed(turns):
+        ahead = turn.next_value if later is None else (1 - td_lambda) * turn.next_value + td_lambda * later
+        ahead = torch.where(turn.truncated.unsqueeze(1), turn.next_value, ahead)
+        mover_ahead = flip_outcomes(ahead)
+        if turn.extra_roll is not None:
+            mover_ahead = torch.where(turn.extra_roll.unsqueeze(1), ahead, mover_ahead)
+        later = torch.where(turn.ended.unsqueeze(1), turn.outcome, mover_ahead)
+        returns.append(later)
+    return returns[::-1]
+
+
+@pytest.mark.parametrize("extra_rolls", [False, True])
+def test_lambda_returns_equal_the_recursion_on_random_buffers(extra_rolls):
+    generator = torch.Generator().manual_seed(7)
+    slots, length = 64, 17
+    turns = []
+    for _ in range(length):
+        ended = torch.rand(slots, generator=generator) < 0.1
+        points = torch.randint(1, 4, (slots,), generator=generator) * (1 - 2 * torch.randint(0, 2, (slots,), generator=generator))
+        turns.append(
+            Turn(
+                board=torch.zeros(slots, 28, dtype=torch.int8),
+                next_value=torch.rand(slots, 5, generator=generator),
+                ended=ended,
+                outcome=terminal_outcomes(points),
+                truncated=~ended & (torch.rand(slots, generator=generator) < 0.05),
+                extra_roll=(torch.rand(slots, generator=generator) < 0.2) if extra_rolls else None,
+            )
+        )
+    expected = recursive_lambda_returns(turns, 0.7)
+    got = lambda_returns(turns, 0.7)
+    assert len(got) == length
+    for want, have in zip(expected, got):
+        torch.testing.assert_close(have, want)
+    # The oldest few alone, as the training loop asks for them.
+    for want, have in zip(expected[:3], lambda_returns(turns, 0.7, 3)):
+        torch.testing.assert_close(have, want)
 
 
 def tiny_config(tmp_path, name, *extra):
