@@ -10,7 +10,7 @@ from typing import Protocol
 
 import torch
 
-from bgtrain.outcomes import check_outcome_rules, cubeless_equity, flip_outcomes, terminal_outcomes
+from bgtrain.outcomes import cubeless_equity, flip_outcomes, terminal_outcomes
 from bgtrain.pubeval import is_race, pubeval_scores
 from engine.board import flip_board
 from engine.game import winning_points
@@ -48,7 +48,8 @@ def afterstate_outcomes(
     next (``ValueNetwork.evaluate_flipped``, or ``evaluate`` of ``flip_board``); the result is flipped
     back to the mover. Where ``extra_roll: bool[N]`` is set (acey-deucey) the mover moves again, so
     the afterstate is scored for the mover as it stands. A move that bears off the last checker
-    scores as the real result (1, 2 or 3 points, or the loss of play-to-lose), not as the network's
+    scores as the real result (1, 2 or 3 points, acey-deucey's checkers left, or the loss of
+    play-to-lose), not as the network's
     guess.
     """
     outcomes = flip_outcomes(evaluate_next_side(afterstates))
@@ -57,7 +58,7 @@ def afterstate_outcomes(
     points = winning_points(afterstates, rules)
     ends = points != 0
     if bool(ends.any()):
-        outcomes[ends] = terminal_outcomes(points[ends], outcomes.dtype)
+        outcomes[ends] = terminal_outcomes(points[ends], outcomes.dtype, rules)
     return outcomes
 
 
@@ -93,7 +94,6 @@ class GreedyValueAgent:
     """
 
     def __init__(self, evaluate_next_side, name: str, rules: Rules = STANDARD) -> None:
-        check_outcome_rules(rules)
         self.name = name
         self.evaluate_next_side = evaluate_next_side
         self.rules = rules
@@ -105,4 +105,4 @@ class GreedyValueAgent:
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:
         extra_roll = afterstates.extra_roll if self.rules.acey_deucey else None
         outcomes = afterstate_outcomes(self.evaluate_next_side, afterstates.boards, self.rules, extra_roll)
-        return argmax_per_position(cubeless_equity(outcomes), afterstates)
+        return argmax_per_position(cubeless_equity(outcomes, self.rules), afterstates)

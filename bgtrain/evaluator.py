@@ -193,7 +193,7 @@ class Evaluator:
 
     def equity(self, board: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """Cubeless equity of ``probabilities``: ``float32[B]``."""
-        return cubeless_equity(self.probabilities(board, ply))
+        return cubeless_equity(self.probabilities(board, ply), self.rules)
 
     def afterstate_probabilities(self, afterstates: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """``A_ply``: ``int8[N, 28]`` afterstates -> ``float32[N, 5]`` for the side that just moved."""
@@ -222,7 +222,7 @@ class Evaluator:
         afterstates = legal_afterstates(board, dice, self.rules)
         outcomes, plies = self._candidates(afterstates, self._check_ply(ply))
         # The same float32 equities as the move choice, so that both rank (and break ties) alike.
-        equity = cubeless_equity(outcomes).tolist()
+        equity = cubeless_equity(outcomes, self.rules).tolist()
         outcomes, plies = outcomes.tolist(), plies.tolist()
         boards = afterstates.boards.tolist()
         befores, rolls = board.tolist(), dice.tolist()
@@ -297,7 +297,7 @@ class Evaluator:
                 probs[covered] = flip_outcomes(next_side)
         won = _mover_finished(afterstates)
         if bool(won.any()):
-            probs[won] = terminal_outcomes(winning_points(afterstates[won], self.rules))
+            probs[won] = terminal_outcomes(winning_points(afterstates[won], self.rules), rules=self.rules)
         return probs
 
     def _game_over(self, board: torch.Tensor) -> torch.Tensor:
@@ -308,7 +308,7 @@ class Evaluator:
     def _finished(self, board: torch.Tensor) -> torch.Tensor:
         """Exact outcomes of finished games for the side to move, which lost."""
         points = winning_points(flip_board(board), self.rules).to(torch.int64)
-        return terminal_outcomes(-points)
+        return terminal_outcomes(-points, rules=self.rules)
 
     # --- search ----------------------------------------------------------------------------------
 
@@ -332,7 +332,7 @@ class Evaluator:
         won = _mover_finished(afterstates)
         probs = torch.empty(afterstates.shape[0], NUM_OUTCOMES, dtype=torch.float32, device=afterstates.device)
         if bool(won.any()):
-            probs[won] = terminal_outcomes(winning_points(afterstates[won], self.rules))
+            probs[won] = terminal_outcomes(winning_points(afterstates[won], self.rules), rules=self.rules)
         going_on = (~won).nonzero(as_tuple=True)[0]
         if going_on.numel():
             next_side = self._position_outcomes(flip_board(afterstates[going_on]), ply)
@@ -348,7 +348,7 @@ class Evaluator:
             _, values = self._select(afterstates, ply - 1, need_values=True)
         else:
             pre = self._static_afterstates(afterstates.boards)
-            choice = argmax_per_position(cubeless_equity(pre), afterstates)
+            choice = argmax_per_position(cubeless_equity(pre, self.rules), afterstates)
             if ply == 1:
                 values = pre[afterstates.offsets + choice]
             else:
@@ -362,7 +362,7 @@ class Evaluator:
         plies = torch.zeros(afterstates.total, dtype=torch.int64, device=pre.device)
         if ply == 0:
             return pre, plies
-        searched = self.filter_candidates(cubeless_equity(pre), afterstates)
+        searched = self.filter_candidates(cubeless_equity(pre, self.rules), afterstates)
         index = searched.nonzero(as_tuple=True)[0]
         outcomes = pre.clone()
         outcomes[index] = self._afterstate_outcomes(afterstates.boards[index], ply)
@@ -373,7 +373,7 @@ class Evaluator:
         """The move choice at ``ply`` (``int64[B]``) and the chosen afterstates' outcomes (``float32[B, 5]``;
         at ``ply`` when ``need_values``, else possibly at 0-ply where the filter left no choice)."""
         pre = self._static_afterstates(afterstates.boards)
-        equity = cubeless_equity(pre)
+        equity = cubeless_equity(pre, self.rules)
         if ply == 0:
             choice = argmax_per_position(equity, afterstates)
             return choice, pre[afterstates.offsets + choice]
@@ -388,7 +388,7 @@ class Evaluator:
         # Where a position was searched, only its searched candidates compete, on their deep equity.
         has_search = torch.zeros_like(afterstates.counts, dtype=torch.bool)
         has_search[afterstates.position[index]] = True
-        score = torch.where(searched, cubeless_equity(outcomes), float("-inf"))
+        score = torch.where(searched, cubeless_equity(outcomes, self.rules), float("-inf"))
         score = torch.where(has_search[afterstates.position], score, equity)
         choice = argmax_per_position(score, afterstates)
         return choice, outcomes[afterstates.offsets + choice]

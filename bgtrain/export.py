@@ -283,8 +283,9 @@ class GraphEncoder(nn.Module):
 class _Head(nn.Module):
     """Everything after the first layer's pre-activation: -> (probabilities [B, 5], equity [B])."""
 
-    def __init__(self, network: ValueNetwork):
+    def __init__(self, network: ValueNetwork, rules: Rules):
         super().__init__()
+        self.rules = rules  # how the outcome slots are valued (``bgtrain.outcomes.point_weights``)
         self.activation = ACTIVATIONS[network.activation_name]
         self.layers = copy.deepcopy(network.hidden_layers[1:])
         self.output_layer = copy.deepcopy(network.output_layer)
@@ -294,7 +295,7 @@ class _Head(nn.Module):
         for layer in self.layers:
             hidden = self.activation(layer(hidden))
         probabilities = torch.sigmoid(self.output_layer(hidden))
-        return probabilities, cubeless_equity(probabilities)
+        return probabilities, cubeless_equity(probabilities, self.rules)
 
 
 class _TableLayer(nn.Module):
@@ -366,7 +367,7 @@ class BoardModel(nn.Module):
             self.first = _EncodeLayer(network, rules)
         else:
             self.first = _TableLayer(network, rules, pairs=first_layer == "pairs", embedding_bag=embedding_bag)
-        self.head = _Head(network)
+        self.head = _Head(network, rules)
 
     def forward(self, board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.head(self.first(board))
@@ -375,10 +376,10 @@ class BoardModel(nn.Module):
 class BareModel(nn.Module):
     """``encoded: float32[B, encoder.size]`` -> ``(probabilities: float32[B, 5], equity: float32[B])``."""
 
-    def __init__(self, network: ValueNetwork):
+    def __init__(self, network: ValueNetwork, rules: Rules = STANDARD):
         super().__init__()
         self.first = copy.deepcopy(network.hidden_layers[0])
-        self.head = _Head(network)
+        self.head = _Head(network, rules)
 
     def forward(self, encoded: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.head(self.first(encoded))
@@ -469,7 +470,7 @@ def export_model(network: ValueNetwork, payload: dict[str, Any], path: str | Pat
     with torch.no_grad():
         want = network.evaluate(boards, rules)
         if bare:
-            module: nn.Module = BareModel(network).eval()
+            module: nn.Module = BareModel(network, rules).eval()
             example = network.encoder.encode(boards, rules)
         else:
             module = BoardModel(network, rules, first_layer, embedding_bag=file_format == "torchscript").eval()
@@ -477,12 +478,12 @@ def export_model(network: ValueNetwork, payload: dict[str, Any], path: str | Pat
         module.requires_grad_(False)  # an inference model: outputs that need no .detach()
         probabilities, equity = module(example)
     _check(f"the {first_layer} graph", probabilities, want)
-    _check("its equity", equity, cubeless_equity(want))
+    _check("its equity", equity, cubeless_equity(want, rules))
 
     path = Path(path)
     if file_format == "onnx":
         data = _onnx_bytes(onnx, module, example, metadata, bare)
-        _check_onnx(data, example, want)
+        _check_onnx(data, example, want, rules)
     else:
         data = _torchscript_bytes(module, example, metadata)
     _atomic_write(path, data)
@@ -521,7 +522,7 @@ def _onnx_bytes(onnx: Any, module: nn.Module, example: torch.Tensor, metadata: d
     return model.SerializeToString()
 
 
-def _check_onnx(data: bytes, example: torch.Tensor, want: torch.Tensor) -> None:
+def _check_onnx(data: bytes, example: torch.Tensor, want: torch.Tensor, rules: Rules) -> None:
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -529,7 +530,7 @@ def _check_onnx(data: bytes, example: torch.Tensor, want: torch.Tensor) -> None:
     session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     probabilities, equity = session.run(None, {session.get_inputs()[0].name: example.numpy()})
     _check("the ONNX file in onnxruntime", torch.from_numpy(probabilities), want)
-    _check("the ONNX file's equity", torch.from_numpy(equity), cubeless_equity(want))
+    _check("the ONNX file's equity", torch.from_numpy(equity), cubeless_equity(want, rules))
 
 
 def _torchscript_bytes(module: nn.Module, example: torch.Tensor, metadata: dict[str, str]) -> bytes:

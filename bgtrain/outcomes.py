@@ -20,6 +20,14 @@ just after the mover played) has the other side to move: evaluate ``flip_board(a
 Cumulative, so a consistent vector has ``WIN_BACKGAMMON <= WIN_GAMMON <= WIN`` and
 ``LOSE_BACKGAMMON <= LOSE_GAMMON <= 1 - WIN``; ``clamp_outcomes`` enforces that. Cube logic
 consumes these probabilities only; nothing here knows about the cube.
+
+Games paid by checkers left (``Rules.scoring == "checkers_left"``, acey-deucey: a game is worth n = 1
+to N points, N the checkers a side) use the same five slots: WIN_GAMMON holds
+E[(n - 1) 1{win}] / (N - 1), which is the mean over m = 2..N of P(win at least m points), so still a
+cumulative probability no larger than P(win); LOSE_GAMMON likewise for losses; the backgammon slots
+are 0. Equity is then ``2 P(win) - 1 + (N - 1) (WIN_GAMMON - LOSE_GAMMON)``, exact in expected
+points, and ``flip_outcomes`` is unchanged, so TD targets and traces need nothing else.
+``point_weights`` gives the two weights, and every function that values outcomes takes ``rules``.
 """
 
 from __future__ import annotations
@@ -45,20 +53,27 @@ _TERMINAL_TABLE = (
 )
 
 
-def cubeless_equity(probs: torch.Tensor) -> torch.Tensor:
-    """Expected points per game, without a cube: ``float[..., 5]`` -> ``float[...]`` in [-3, 3].
+def point_weights(rules: Rules | None = None) -> tuple[float, float]:
+    """Points the gammon slots and the backgammon slots add to a game's value, per unit of
+    probability: ``(1, 1)`` for standard scoring (a gammon counts once more, a backgammon once more
+    again); ``(N - 1, 0)`` for games paid by checkers left (see the module docstring)."""
+    if rules is not None and rules.scoring == "checkers_left":
+        return float(max(rules.checkers_per_side - 1, 1)), 0.0
+    return 1.0, 1.0
 
-    ``2 P(win) - 1 + P(wg) - P(lg) + P(wbg) - P(lbg)``: a single game is worth 1, a gammon counts
-    once more and a backgammon once more again, as the probabilities are cumulative.
+
+def cubeless_equity(probs: torch.Tensor, rules: Rules | None = None) -> torch.Tensor:
+    """Expected points per game, without a cube: ``float[..., 5]`` -> ``float[...]``.
+
+    ``2 P(win) - 1 + P(wg) - P(lg) + P(wbg) - P(lbg)`` for standard scoring (in [-3, 3]): a single
+    game is worth 1, a gammon counts once more and a backgammon once more again, as the
+    probabilities are cumulative. ``rules`` paid by checkers left weigh the slots by ``point_weights``.
     """
-    return (
-        2.0 * probs[..., WIN]
-        - 1.0
-        + probs[..., WIN_GAMMON]
-        - probs[..., LOSE_GAMMON]
-        + probs[..., WIN_BACKGAMMON]
-        - probs[..., LOSE_BACKGAMMON]
-    )
+    gammon, backgammon = point_weights(rules)
+    equity = 2.0 * probs[..., WIN] - 1.0 + gammon * (probs[..., WIN_GAMMON] - probs[..., LOSE_GAMMON])
+    if backgammon:
+        equity = equity + backgammon * (probs[..., WIN_BACKGAMMON] - probs[..., LOSE_BACKGAMMON])
+    return equity
 
 
 def flip_outcomes(probs: torch.Tensor) -> torch.Tensor:
@@ -79,14 +94,27 @@ def flip_outcomes(probs: torch.Tensor) -> torch.Tensor:
     )
 
 
-def terminal_outcomes(points_won: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def terminal_outcomes(
+    points_won: torch.Tensor, dtype: torch.dtype = torch.float32, rules: Rules | None = None
+) -> torch.Tensor:
     """Exact outcome vectors of finished games: ``int[...]`` -> ``float[..., 5]``.
 
     ``points_won`` is signed (1, 2, 3 for a single win, gammon, backgammon; negative for losses) from
     whichever side the caller wants the vector for. 0 is rejected: an unfinished or truncated game has
-    no exact outcome and must not be scored as a loss.
+    no exact outcome and must not be scored as a loss. ``rules`` paid by checkers left take 1 to N
+    points, held as (n - 1) / (N - 1) in the gammon slot of the winning side (module docstring).
     """
     points = points_won.to(torch.long)
+    if rules is not None and rules.scoring == "checkers_left":
+        most = rules.checkers_per_side
+        if bool(((points == 0) | (points.abs() > most)).any()):
+            raise ValueError(f"terminal_outcomes: points_won must be between 1 and {most} either way")
+        extra = (points.abs() - 1).to(dtype) / point_weights(rules)[0]
+        won = points > 0
+        zero = torch.zeros_like(extra)
+        return torch.stack(
+            (won.to(dtype), torch.where(won, extra, zero), zero, torch.where(won, zero, extra), zero), dim=-1
+        )
     if bool(((points == 0) | (points.abs() > 3)).any()):
         raise ValueError("terminal_outcomes: points_won must be one of +-1, +-2, +-3")
     table = torch.tensor(_TERMINAL_TABLE, dtype=dtype, device=points_won.device)
@@ -104,10 +132,27 @@ def clamp_outcomes(probs: torch.Tensor, board: torch.Tensor, rules: Rules) -> to
     4. in a race (no checker can meet an opposing one again, so none can be hit back), a side with no
        checker in the other side's home board cannot be backgammoned: checkers only move homewards;
     5. cumulative order: ``wbg <= wg <= win`` and ``lbg <= lg <= 1 - win``.
+
+    Games paid by checkers left: a side wins more than one point only while the other has at least
+    two checkers to bear off, and the backgammon slots are 0.
     """
     probs = probs.clamp(0.0, 1.0)
     win = probs[..., WIN]
     mover_off, opponent_off = borne_off(board, rules.checkers_per_side)
+    if rules.scoring == "checkers_left":
+        # More than one point needs at least two of the loser's checkers still to bear off.
+        can_win_gammon = opponent_off <= rules.checkers_per_side - 2
+        can_lose_gammon = mover_off <= rules.checkers_per_side - 2
+        return torch.stack(
+            (
+                win,
+                torch.minimum(probs[..., WIN_GAMMON] * can_win_gammon, win),
+                torch.zeros_like(win),
+                torch.minimum(probs[..., LOSE_GAMMON] * can_lose_gammon, 1.0 - win),
+                torch.zeros_like(win),
+            ),
+            dim=-1,
+        )
     can_win_gammon = (opponent_off == 0) & rules.gammons
     can_lose_gammon = (mover_off == 0) & rules.gammons
 
@@ -126,14 +171,3 @@ def clamp_outcomes(probs: torch.Tensor, board: torch.Tensor, rules: Rules) -> to
     lose_gammon = torch.minimum(probs[..., LOSE_GAMMON] * can_lose_gammon, 1.0 - win)
     lose_backgammon = torch.minimum(probs[..., LOSE_BACKGAMMON] * can_lose_backgammon, lose_gammon)
     return torch.stack((win, win_gammon, win_backgammon, lose_gammon, lose_backgammon), dim=-1)
-
-
-def check_outcome_rules(rules: Rules) -> None:
-    """Raise ``ValueError`` for rules whose games can be worth more than the 3 points these five
-    probabilities value (acey-deucey scored by checkers left: up to 15)."""
-    if rules.max_points > 3:
-        raise ValueError(
-            f"variant {rules.name!r} scores {rules.scoring!r}, up to {rules.max_points} points a game; "
-            "the five outcome probabilities value games of 1, 2 or 3 points "
-            "(acey-deucey-single is the one-point reading)"
-        )

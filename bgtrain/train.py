@@ -32,8 +32,8 @@ V(x_{t+1}) is the value computed when the move was chosen, i.e. by the weights o
 
 Variants (``[run] variant``, ``engine.variants``): a play-to-lose game ends with a negative result for
 the side that bore off first; an acey-deucey play that earns an extra roll leaves the same side to
-move, so its next position is not flipped (``Turn.extra_roll``). Scoring by checkers left (up to 15
-points) is outside the five-outcome contract and is refused (``check_outcome_rules``).
+move, so its next position is not flipped (``Turn.extra_roll``). Acey-deucey's scoring by checkers
+left (up to 15 points) is held in the same five outputs (``bgtrain.outcomes``), valued with the rules.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from bgtrain.benchmark import MatchResult, play_match
 from bgtrain.checkpoint import load_checkpoint, network_from_checkpoint, save_checkpoint
 from bgtrain.config import Config, config_from_dict, config_to_dict, to_toml_text
 from bgtrain.network import ValueNetwork
-from bgtrain.outcomes import check_outcome_rules, cubeless_equity, flip_outcomes, terminal_outcomes
+from bgtrain.outcomes import cubeless_equity, flip_outcomes, terminal_outcomes
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
 from engine.movegen import legal_afterstates
@@ -94,11 +94,11 @@ def selfplay_turn(
     extra_roll = afterstates.extra_roll
     # The mover's cubeless equity is minus the next side's (flipping outcomes negates equity), so
     # only the chosen afterstates' outcome vectors are ever flipped.
-    equity = -cubeless_equity(next_side)
+    equity = -cubeless_equity(next_side, rules)
     if rules.acey_deucey and bool(extra_roll.any()):
         # After a play that earns an extra roll the mover is to move again.
         next_side[extra_roll] = network.evaluate(afterstates.boards[extra_roll], rules)
-        equity = torch.where(extra_roll, cubeless_equity(next_side), equity)
+        equity = torch.where(extra_roll, cubeless_equity(next_side, rules), equity)
     points = winning_points(afterstates.boards, rules)
     ends = points != 0  # negative in play-to-lose
     # A move that ends the game scores its real result, whose cubeless equity is its points.
@@ -114,7 +114,7 @@ def selfplay_turn(
         board=state.board,
         next_value=next_side[flat],
         ended=ended,
-        outcome=terminal_outcomes(torch.where(ended, chosen_points, 1), next_side.dtype),
+        outcome=terminal_outcomes(torch.where(ended, chosen_points, 1), next_side.dtype, rules),
         truncated=torch.zeros_like(ended),
         extra_roll=extra_roll[flat] if rules.acey_deucey else None,
     )
@@ -255,7 +255,6 @@ class Run:
     def __init__(self, config: Config, rules: Rules | None = None) -> None:
         self.config = config
         rules = get_rules(config.run.variant) if rules is None else rules
-        check_outcome_rules(rules)
         self.rules = rules
         self.device = torch.device(config.run.device)
         if self.device.type == "cuda" and not torch.cuda.is_available():

@@ -56,7 +56,7 @@ def test_many_lines_from_stdin_match_the_generator(capsys, monkeypatch):
     [
         (["4HPwATDgc/ABM", "31"], "14 characters"),
         (["4HPwATDgc/ABMA", "71"], "two digits 1..6"),
-        (["4HPwATDgc/ABMA"], "pairs"),
+        (["4HPwATDgc/ABMA"], "<position-id> <dice> [hand=M,O]"),
         (["//////////////", "31"], "not zero"),
     ],
 )

@@ -641,8 +641,6 @@ def test_config_variant_and_the_trainer_rules(tmp_path):
     assert torch.equal(run.state.board[0], run.rules.start_board())
     with pytest.raises(ValueError, match="variant = 'nack'.*'nackgammon'"):
         load_config(None, ["run.variant=nack"])
-    with pytest.raises(ValueError, match="acey-deucey-single"):
-        Run(load_config(None, ["run.variant=acey-deucey", "selfplay.games_in_parallel=4"]))
 
 
 # --- training on the variants ------------------------------------------------------------------
@@ -669,7 +667,7 @@ def test_lambda_return_after_an_extra_roll_is_not_flipped():
     assert torch.allclose(lambda_returns([turn(False)], 0.7)[0], flip_outcomes(value))
 
 
-@pytest.mark.parametrize("name", ["acey-deucey-single", "play-to-lose", "dutch"])
+@pytest.mark.parametrize("name", ["acey-deucey", "acey-deucey-single", "play-to-lose", "dutch"])
 def test_selfplay_steps_on_a_variant(name, tmp_path):
     from bgtrain.train import Run
 
@@ -700,3 +698,82 @@ def test_search_refuses_acey_deucey_beyond_0_ply():
     assert evaluator.probabilities(board, 0).shape == (1, 5)
     with pytest.raises(ValueError, match="extra rolls"):
         evaluator.probabilities(board, 1)
+
+
+# --- acey-deucey's scoring by checkers left, in the five outcome slots ---------------------------
+
+
+def test_checkers_left_outcomes_value_every_result_exactly():
+    from bgtrain.outcomes import cubeless_equity, flip_outcomes, terminal_outcomes
+
+    points = torch.tensor([1, 2, 7, 15, -1, -2, -9, -15])
+    outcomes = terminal_outcomes(points, rules=ACEY_DEUCEY)
+    # A 15-checker loss is 1 + 14 x (14 / 14) points; the backgammon slots are never used.
+    assert outcomes[3].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert outcomes[4].tolist() == [0.0, 0.0, 0.0, 0.0, 0.0]
+    assert torch.allclose(cubeless_equity(outcomes, ACEY_DEUCEY), points.float())
+    # The other side's view is the same result negated, through the one flip of the contract.
+    assert torch.allclose(flip_outcomes(outcomes), terminal_outcomes(-points, rules=ACEY_DEUCEY))
+    with pytest.raises(ValueError, match="between 1 and 15"):
+        terminal_outcomes(torch.tensor([16]), rules=ACEY_DEUCEY)
+    # Standard scoring still refuses more than a backgammon.
+    with pytest.raises(ValueError):
+        terminal_outcomes(torch.tensor([4]))
+
+
+def test_checkers_left_clamp_needs_two_checkers_to_bear_off():
+    from bgtrain.outcomes import clamp_outcomes
+
+    probs = torch.tensor([[0.6, 0.5, 0.3, 0.2, 0.1]]).repeat(2, 1)
+    start = ACEY_DEUCEY.start_board()
+    # The opponent has one checker left to bear off: the mover can win only one point.
+    last = torch.zeros(28, dtype=torch.int8)
+    last[5], last[20] = 15, -1
+    clamped = clamp_outcomes(probs, torch.stack([start, last]), ACEY_DEUCEY)
+    assert clamped[0].tolist() == pytest.approx([0.6, 0.5, 0.0, 0.2, 0.0])
+    assert clamped[1].tolist() == pytest.approx([0.6, 0.0, 0.0, 0.2, 0.0])
+
+
+def test_acey_deucey_greedy_agent_prefers_the_bigger_win():
+    """A play that wins now beats one that does not, and the win is valued at the checkers the loser
+    has left (all 15 here), not at 1."""
+    from bgtrain.agents import GreedyValueAgent, afterstate_outcomes
+    from bgtrain.outcomes import cubeless_equity
+
+    board = torch.zeros(28, dtype=torch.int8)
+    board[1], board[3], board[24], board[27] = 1, 1, -3, -12  # the mover's last two; 15 opposing left
+    # 3-1: 3/off 1/off wins; 3/2 2/off leaves the checker on the 1-point.
+    afterstates = legal_afterstates(board.unsqueeze(0), torch.tensor([[3, 1]]), ACEY_DEUCEY)
+    assert afterstates.total == 2
+    outcomes = afterstate_outcomes(lambda boards: torch.full((boards.shape[0], 5), 0.5), afterstates.boards,
+                                   ACEY_DEUCEY, afterstates.extra_roll)
+    equity = cubeless_equity(outcomes, ACEY_DEUCEY)
+    assert sorted(equity.tolist()) == [0.0, 15.0]
+    agent = GreedyValueAgent(lambda boards: torch.full((boards.shape[0], 5), 0.5), "half", ACEY_DEUCEY)
+    state = State(board=board.unsqueeze(0), dice=torch.tensor([[3, 1]], dtype=torch.int8),
+                  seat=torch.zeros(1, dtype=torch.int8), turn=torch.zeros(1, dtype=torch.int32),
+                  game_over=torch.zeros(1, dtype=torch.bool), result=torch.zeros(1, dtype=torch.int8))
+    chosen = afterstates.select(agent.choose(state, afterstates))
+    assert int(chosen[0, 1:27].clamp(min=0).sum()) == 0  # it bore the last checker off
+
+
+def test_moves_takes_and_reports_checkers_in_hand(capsys):
+    empty = encode_position_id(torch.zeros(28, dtype=torch.int8))
+    # Dutch start: every checker in hand; 3-1 enters two of them (one play), leaving 13 in hand.
+    status, out, _ = run_moves(capsys, ["--variant", "dutch", empty, "31", "hand=15,15", empty, "66", "hand=15,15"])
+    first, second = (json.loads(line) for line in out.splitlines())
+    assert status == 0 and first["hand"] == [15, 15]
+    assert first["moves"] == [{"play": "bar/24 bar/22", "position_id": first["moves"][0]["position_id"],
+                               "in_hand": [13, 15]}]
+    assert decode_position_id(first["moves"][0]["position_id"], get_rules("dutch"))[[22, 24]].tolist() == [1, 1]
+    assert [move["in_hand"] for move in second["moves"]] == [[11, 15]]
+    # Without the field the missing checkers are borne off, as in the position ID itself.
+    status, out, _ = run_moves(capsys, ["--variant", "dutch", empty, "31"])
+    assert status == 0 and json.loads(out)["moves"][0]["in_hand"] == [0, 0]
+    # Checkers in hand only exist in the variants that start them there, and never beyond 15 a side.
+    status, _, err = run_moves(capsys, [empty, "31", "hand=15,15"])
+    assert status == 2 and "no checkers are in hand in backgammon" in err
+    status, _, err = run_moves(capsys, ["--variant", "dutch", "4HPwATDgc/ABMA", "21", "hand=1,0"])
+    assert status == 2 and "more than the 15 of dutch" in err
+    status, _, err = run_moves(capsys, ["--variant", "dutch", empty, "21", "hand=15"])
+    assert status == 2 and "hand=M,O" in err

@@ -223,9 +223,10 @@ def build_report(args: argparse.Namespace) -> dict:
     probabilities = evaluator.probabilities(boards, args.ply)[0]
     report["evaluation"] = {
         "probabilities": _probabilities(probabilities.tolist()),
-        "equity": round(float(cubeless_equity(probabilities)), 6),
+        "equity": round(float(cubeless_equity(probabilities, evaluator.rules)), 6),
     }
-    report["cube"] = cube_report(probabilities, board, cube, game)
+    if evaluator.rules.cube:  # acey-deucey has no doubling cube
+        report["cube"] = cube_report(probabilities, board, cube, game)
     if dice:
         roll = torch.tensor([dice], dtype=torch.int8, device=device)
         moves = evaluator.hint(boards, roll, args.ply)[0]
@@ -292,6 +293,8 @@ def render_hint(report: dict) -> list[str]:
 
 
 def render_cube(report: dict) -> list[str]:
+    if "cube" not in report:
+        return []
     cube = report["cube"]
     equities, costs = cube["equities"], cube["costs"]
 

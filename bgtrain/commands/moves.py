@@ -9,8 +9,11 @@ generated in one batched call.
 ``--variant NAME`` plays a variant's rules (``engine.variants``: nackgammon, hypergammon, dutch,
 acey-deucey, ...): a position ID cannot say which, and an ID with more checkers than the variant
 has is an error naming it. A position ID holds no checkers in hand, so positions of the variants
-whose checkers start off the board can be given once all have entered. In acey-deucey each move
-also has ``"extra_roll"``: true when the play (a 1-2 and a double played in full) rolls again.
+whose checkers start off the board (dutch, acey-deucey) take a third field, ``hand=M,O``: the checkers
+still in hand of the player on roll and of the opponent (``4HPwATDgc/ABMA`` style IDs count only the
+checkers on the board and the bar; without the field the rest are borne off). For those variants every
+move also has ``"in_hand": [M, O]`` after the play, from the same side. In acey-deucey each move also
+has ``"extra_roll"``: true when the play (a 1-2 and a double played in full) rolls again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 
 import torch
 
+from engine.board import MOVER_IN_HAND, OPPONENT_IN_HAND, mover_checkers_on_board, opponent_checkers_on_board
 from engine.movegen import legal_afterstates
 from engine.notation import play_notations
 from engine.position_id import decode_position_id, encode_position_id
@@ -40,21 +44,54 @@ def parse_dice(text: str, where: str) -> tuple[int, int]:
     return int(digits[0]), int(digits[1])
 
 
-def read_requests(args: argparse.Namespace) -> list[tuple[str, tuple[int, int], str]]:
+HAND_PREFIX = "hand="
+
+
+def parse_hand(text: str, where: str) -> tuple[int, int]:
+    """``hand=M,O`` -> (checkers in hand of the player on roll, of the opponent)."""
+    counts = text[len(HAND_PREFIX):].split(",")
+    if len(counts) != 2 or not all(count.isdigit() for count in counts):
+        raise ValueError(f"{where}: {text!r} must be hand=M,O with two counts of checkers in hand, like hand=15,15")
+    return int(counts[0]), int(counts[1])
+
+
+def read_requests(args: argparse.Namespace) -> list[tuple[str, tuple[int, int], tuple[int, int] | None, str]]:
+    """``(position_id, dice, hand or None, where)`` per request, from the arguments or standard input."""
     if args.items:
-        tokens = args.items
-        if len(tokens) % 2:
-            raise ValueError("arguments come in pairs: <position-id> <dice>")
-        lines = [(f"argument pair {i // 2 + 1}", f"{tokens[i]} {tokens[i + 1]}") for i in range(0, len(tokens), 2)]
+        lines, tokens, index = [], args.items, 0
+        while index < len(tokens):
+            take = 3 if index + 2 < len(tokens) and tokens[index + 2].startswith(HAND_PREFIX) else 2
+            if index + take > len(tokens):
+                raise ValueError("arguments come in groups: <position-id> <dice> [hand=M,O]")
+            lines.append((f"argument group {len(lines) + 1}", " ".join(tokens[index : index + take])))
+            index += take
     else:
         lines = [(f"line {n}", text) for n, text in enumerate(sys.stdin, 1) if text.strip()]
     requests = []
     for where, text in lines:
         fields = text.split()
-        if len(fields) != 2:
-            raise ValueError(f"{where}: expected '<position-id> <dice>', got {text.strip()!r}")
-        requests.append((fields[0], parse_dice(fields[1], where), where))
+        if len(fields) not in (2, 3) or (len(fields) == 3 and not fields[2].startswith(HAND_PREFIX)):
+            raise ValueError(f"{where}: expected '<position-id> <dice> [hand=M,O]', got {text.strip()!r}")
+        hand = parse_hand(fields[2], where) if len(fields) == 3 else None
+        requests.append((fields[0], parse_dice(fields[1], where), hand, where))
     return requests
+
+
+def board_with_hand(position_id: str, hand: tuple[int, int] | None, rules) -> torch.Tensor:
+    """The position ID's board, with ``hand`` checkers put in hand (``MOVER_IN_HAND``, ``OPPONENT_IN_HAND``)."""
+    board = decode_position_id(position_id, rules)
+    if hand is None:
+        return board
+    if not rules.start_in_hand:
+        raise ValueError(f"hand={hand[0]},{hand[1]}: no checkers are in hand in {rules.name}")
+    for side, count, on_board in (("player on roll", hand[0], mover_checkers_on_board(board)),
+                                  ("opponent", hand[1], opponent_checkers_on_board(board))):
+        if int(on_board) + count > rules.checkers_per_side:
+            raise ValueError(f"hand={hand[0]},{hand[1]}: {int(on_board)} checkers on the board and {count} in hand "
+                             f"for the {side}, more than the {rules.checkers_per_side} of {rules.name}")
+    board[MOVER_IN_HAND] = hand[0]
+    board[OPPONENT_IN_HAND] = -hand[1]
+    return board
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,28 +100,36 @@ def run(args: argparse.Namespace) -> int:
     if not requests:
         return 0
     boards = []
-    for position_id, _, where in requests:
+    for position_id, _, hand, where in requests:
         try:
-            boards.append(decode_position_id(position_id, rules))
+            boards.append(board_with_hand(position_id, hand, rules))
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
     board = torch.stack(boards)
-    dice = torch.tensor([roll for _, roll, _ in requests], dtype=torch.int8)
+    dice = torch.tensor([roll for _, roll, _, _ in requests], dtype=torch.int8)
     afterstates = legal_afterstates(board, dice, rules)
     rows = afterstates.boards.tolist()
     extra_rolls = afterstates.extra_roll.tolist()
     offsets, counts = afterstates.offsets.tolist(), afterstates.counts.tolist()
     out = sys.stdout
-    for index, (position_id, roll, _) in enumerate(requests):
+    for index, (position_id, roll, hand, _) in enumerate(requests):
         before = board[index].tolist()
         mine = range(offsets[index], offsets[index] + counts[index])
         notations = play_notations(before, roll, rules)
         moves = []
         for row in mine:
-            move = {"play": notations[tuple(rows[row])], "position_id": encode_position_id(rows[row])}
+            after = rows[row]
+            # The ID holds the checkers on the board and the bar; "in_hand" holds the rest.
+            on_board = [0 if column in (MOVER_IN_HAND, OPPONENT_IN_HAND) else count for column, count in enumerate(after)]
+            move = {"play": notations[tuple(after)], "position_id": encode_position_id(on_board)}
+            if rules.start_in_hand:
+                move["in_hand"] = [after[MOVER_IN_HAND], -after[OPPONENT_IN_HAND]]
             if rules.acey_deucey:
                 move["extra_roll"] = extra_rolls[row]
             moves.append(move)
         moves.sort(key=lambda move: (move["play"], move.get("extra_roll", False)))
-        out.write(json.dumps({"position_id": position_id, "dice": f"{roll[0]}{roll[1]}", "moves": moves}) + "\n")
+        request = {"position_id": position_id, "dice": f"{roll[0]}{roll[1]}"}
+        if hand is not None:
+            request["hand"] = list(hand)
+        out.write(json.dumps({**request, "moves": moves}) + "\n")
     return 0
