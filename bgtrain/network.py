@@ -127,7 +127,12 @@ class ValueNetwork(nn.Module):
 
     def forward(self, board: torch.Tensor, rules: Rules = STANDARD) -> torch.Tensor:
         """``board: int8[B, 28]`` -> ``float32[B, 5]``, outcome probabilities for the side to move."""
-        return self._head(self.hidden_layers[0](self.encoder.encode(board, rules)))
+        return self.forward_encoded(self.encoder.encode(board, rules))
+
+    def forward_encoded(self, encoded: torch.Tensor) -> torch.Tensor:
+        """``forward`` from the encoder's units ``float32[B, encoder.size]`` (encode once, train on
+        several minibatches of it)."""
+        return self._head(self.hidden_layers[0](encoded))
 
     @torch.no_grad()
     def evaluate(self, board: torch.Tensor, rules: Rules = STANDARD) -> torch.Tensor:

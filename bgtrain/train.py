@@ -57,7 +57,7 @@ from bgtrain.benchmark import MatchResult, play_match
 from bgtrain.checkpoint import load_checkpoint, network_from_checkpoint, save_checkpoint
 from bgtrain.config import Config, config_from_dict, config_to_dict, to_toml_text
 from bgtrain.network import ValueNetwork
-from bgtrain.outcomes import cubeless_equity, flip_outcomes, terminal_outcomes
+from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outcomes
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
 from engine.movegen import legal_afterstates
@@ -121,48 +121,44 @@ def selfplay_turn(
     return turn, afterstates.boards[flat]
 
 
+# The outcome flip is affine: flip(p) = A p + b with A a signed permutation. Traces are gradients
+# of predictions, so they turn into the other side's view through A alone.
+_FLIP_ORDER = (0, 3, 4, 1, 2)
+_FLIP_SIGN = (-1.0, 1.0, 1.0, 1.0, 1.0)
+
+
 def lambda_returns(turns: list[Turn], td_lambda: float, count: int | None = None) -> list[torch.Tensor]:
     """The truncated lambda-returns of the oldest ``count`` buffered turns (all by default), oldest
     first: ``float[G, 5]`` each, for that turn's side to move. The newest turn bootstraps from V of
     the position after it.
 
-    The return is defined by the recursion G_t = E_t if turn t ended the game (its exact outcome),
-    else flip_t(V_{t+1}) if the game was cut after turn t or t is the newest turn, else
-    flip_t((1 - lambda) V_{t+1} + lambda G_{t+1}), where flip_t turns the next position's view into
-    this turn's mover's (the identity after an acey-deucey extra roll). Since flip is affine and the
-    weights at each step sum to one, G_s unrolls into a weighted sum over the turns k >= s that the
-    recursion reaches: V_{k+1} with weight (1 - lambda) lambda^(k-s) (lambda^(k-s) where it stops),
-    or E_k with weight lambda^(k-s), each flipped once per flip on the way (so flipped or not by
-    parity). That sum is a handful of tensor operations over the whole buffer instead of a Python
-    loop of small ones per turn (the lock-step hot path computes it every turn).
+    G_t = the exact outcome if turn t ended the game; else flip_t(V_{t+1}) if the game was cut after
+    turn t or t is the newest turn; else flip_t((1 - lambda) V_{t+1} + lambda G_{t+1}). flip_t turns
+    the next position's view into this turn's mover's: ``flip_outcomes``, or the identity after an
+    acey-deucey extra roll. Computed from the newest turn back, four tensor operations a turn (the
+    lock-step hot path runs this every turn).
     """
     count = len(turns) if count is None else count
-    next_value = torch.stack([turn.next_value for turn in turns])  # [T, G, 5]
-    flipped_next = flip_outcomes(next_value)
-    outcome = torch.stack([turn.outcome for turn in turns])
-    flipped_outcome = flip_outcomes(outcome)
-    ended = torch.stack([turn.ended for turn in turns])  # [T, G]
-    truncated = torch.stack([turn.truncated for turn in turns])
-    if turns[0].extra_roll is None:
-        flips = torch.ones_like(ended, dtype=torch.int32)
-    else:
-        flips = (~torch.stack([turn.extra_roll for turn in turns])).to(torch.int32)
-    goes_on = (~ended & ~truncated).to(next_value.dtype)
-    steps = torch.arange(len(turns), device=next_value.device)
-    returns = []
-    for start in range(count):
-        span = len(turns) - start
-        # reach[k]: the recursion from ``start`` gets to turn start + k (no end or cut before it).
-        reach = torch.cumprod(torch.cat([torch.ones_like(goes_on[:1]), goes_on[start:-1]]), 0)
-        flips_before = torch.cumsum(flips[start:], 0) - flips[start:]
-        stops = ended[start:] | truncated[start:] | (steps[:span] == span - 1).unsqueeze(1)
-        weight = td_lambda ** steps[:span].to(next_value.dtype).unsqueeze(1) * reach
-        weight = weight * torch.where(stops, 1.0, 1.0 - td_lambda)
-        from_next = torch.where(((flips_before + flips[start:]) % 2 == 1).unsqueeze(2), flipped_next[start:], next_value[start:])
-        from_outcome = torch.where((flips_before % 2 == 1).unsqueeze(2), flipped_outcome[start:], outcome[start:])
-        term = torch.where(ended[start:].unsqueeze(2), from_outcome, from_next)
-        returns.append((weight.unsqueeze(2) * term).sum(0))
-    return returns
+    device = turns[0].next_value.device
+    # flip(p) = p[FLIP_ORDER] * FLIP_SIGN + e_WIN, as one gather and one fused multiply-add.
+    order = torch.tensor(_FLIP_ORDER, device=device)
+    sign = torch.tensor(_FLIP_SIGN, dtype=turns[0].next_value.dtype, device=device)
+    unit = torch.zeros_like(sign)
+    unit[WIN] = 1.0
+    returns: list[torch.Tensor] = []
+    later = None
+    for turn in reversed(turns):
+        ahead = turn.next_value if later is None else torch.lerp(turn.next_value, later, td_lambda)
+        if later is not None:
+            ahead = torch.where(turn.truncated.unsqueeze(1), turn.next_value, ahead)
+        # ``ahead`` is for the next position's side to move: the other side, or after an extra roll
+        # this turn's mover.
+        mover_ahead = torch.addcmul(unit, ahead.index_select(1, order), sign)
+        if turn.extra_roll is not None:
+            mover_ahead = torch.where(turn.extra_roll.unsqueeze(1), ahead, mover_ahead)
+        later = torch.where(turn.ended.unsqueeze(1), turn.outcome, mover_ahead)
+        returns.append(later)
+    return returns[::-1][:count]
 
 
 def learning_rate_at(config: Config, games: int) -> float:
@@ -186,10 +182,6 @@ def loss_function(name: str):
     return lambda predicted, target: torch.nn.functional.mse_loss(predicted, target)
 
 
-# The outcome flip is affine: flip(p) = A p + b with A a signed permutation. Traces are gradients
-# of predictions, so they turn into the other side's view through A alone.
-_FLIP_ORDER = (0, 3, 4, 1, 2)
-_FLIP_SIGN = (-1.0, 1.0, 1.0, 1.0, 1.0)
 
 
 class EligibilityTraces:
@@ -329,6 +321,7 @@ class Run:
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         self.network.train()
+        encoded = self.network.encoder.encode(boards, self.rules)  # once for every minibatch and epoch
         size = boards.shape[0]
         minibatch = train.minibatch_size or size
         total_loss, total_error, steps = 0.0, 0.0, 0
@@ -336,7 +329,7 @@ class Run:
             order = torch.randperm(size, generator=self.explore, device=self.device)
             for start in range(0, size, minibatch):
                 index = order[start : start + minibatch]
-                predicted = self.network(boards[index], self.rules)
+                predicted = self.network.forward_encoded(encoded[index])
                 loss = self.loss(predicted, target[index])
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
