@@ -189,7 +189,7 @@ def _set_bits_by_mask(moves: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor, open_points: torch.Tensor,
-                  blots: torch.Tensor | None, rules: Rules) -> torch.Tensor:
+                  blots: torch.Tensor | None, rules: Rules, step: int) -> torch.Tensor:
     """Every legal single checker move of every line.
 
     ``die: int64[L]`` the die each line plays now; ``ordered: bool[L]`` marks lines (doubles) whose
@@ -197,9 +197,15 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     point t is not closed to the mover. The opponent's closed points cannot change during a turn
     (a hit only removes a lone checker), so these bits are computed once per position.
     ``blots: int64[L]`` (Dutch backgammon, else None): bit t set when point t holds an opposing blot
-    that may not be hit while the line has no checker home.
+    that may not be hit while the line has no checker home. ``step``: how many dice the lines have
+    played (0 to 3; from 2 on, only doubles).
+
+    On the CPU, rules that no line can need (bearing off, entering from the hand) are skipped after
+    a cheap ``any``: most positions have neither, and every skipped operation is a pass over the
+    lines. On a GPU that test would be a host sync, so every rule is always applied.
     """
     device = lines.device
+    on_cpu = device.type == "cpu"
     _, _, highest_table = _tables(device)
     occupied = _field(lines, _OCCUPIED_SHIFT, 27)
     if blots is not None:
@@ -213,38 +219,47 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     # A checker on s lands on s - d, a point not held by two or more opposing checkers. Checkers on
     # the bar ("point 25") enter the opponent's home board the same way, on point 25 - d.
     moves = occupied & (open_points << die) & _POINTS_AND_BAR
-    # Checkers in hand enter like checkers on the bar.
-    moves |= ((occupied >> MOVER_IN_HAND) & (open_points >> (25 - die)) & 1) << MOVER_IN_HAND
+    in_hand = (occupied & _HAND_BIT) != 0
+    any_in_hand = not on_cpu or bool(in_hand.any())
+    if any_in_hand:
+        # Checkers in hand enter like checkers on the bar.
+        moves |= ((occupied >> MOVER_IN_HAND) & (open_points >> (25 - die)) & 1) << MOVER_IN_HAND
     # Bearing off: only when all the mover's checkers are home (points 1..6); with the exact die,
     # or with a larger die from the highest occupied point.
     all_home = (occupied >> 7) == 0
-    highest = highest_table[occupied & 127]
-    exact = occupied & (1 << die)
-    from_highest = torch.where((highest < die) & (highest > 0), 1 << highest, 0)
-    moves |= torch.where(all_home, exact | from_highest, 0)
+    any_home = not on_cpu or bool(all_home.any())
+    if any_home:
+        highest = highest_table[occupied & 127]
+        exact = occupied & (1 << die)
+        from_highest = torch.where((highest < die) & (highest > 0), 1 << highest, 0)
+        moves |= torch.where(all_home, exact | from_highest, 0)
     # Checkers on the bar must all enter before any other checker moves; checkers in hand likewise
     # (after the bar), unless ``Rules.hand_enters_first`` is off (acey-deucey: "entered checkers may
     # move before all are in").
-    if rules.hand_enters_first:
-        moves = torch.where(
-            (occupied & _BAR_BIT) != 0,
-            moves & _BAR_BIT,
-            torch.where((occupied & _HAND_BIT) != 0, moves & _HAND_BIT, moves),
-        )
+    if rules.hand_enters_first and any_in_hand:
+        waiting = torch.where(in_hand, moves & _HAND_BIT, moves)
     else:
-        moves = torch.where((occupied & _BAR_BIT) != 0, moves & _BAR_BIT, moves)
-    rank = _field(lines, _RANK_SHIFT, 5)
-    # Doubles: no source above the previous one (the bar and the hand rank together, as 25).
-    below = (2 << rank) - 1 | torch.where(rank >= MOVER_BAR, _HAND_BIT, 0)
-    # A non-double's second move in the low-die-first order is only needed where the high-die-
-    # first order cannot reach the same position: when it continues the checker just moved (the
-    # high die's landing point may be closed), when the first move entered from the bar or the
-    # hand (the other checker may not move before it), or when it bears off (the first move may
-    # have brought the last checker home, or moved the highest checker). Any other pair of moves
-    # by two checkers can be played high die first, to the same result.
-    needed = torch.where(rank == _ANY_SOURCE, _ALL_SOURCES, 1 << rank) | torch.where(all_home, 127, 0)
-    low_first_second = ~ordered & (_field(lines, _FIRST_DIE_SHIFT, 3) < die)
-    moves = torch.where(ordered, moves & below, torch.where(low_first_second, moves & needed, moves))
+        waiting = moves
+    moves = torch.where((occupied & _BAR_BIT) != 0, moves & _BAR_BIT, waiting)
+    if step > 0:
+        rank = _field(lines, _RANK_SHIFT, 5)
+        # Doubles: no source above the previous one (the bar and the hand rank together, as 25).
+        below = (2 << rank) - 1 | torch.where(rank >= MOVER_BAR, _HAND_BIT, 0)
+        if step >= 2:
+            moves &= below
+        else:
+            # A non-double's second move in the low-die-first order is only needed where the
+            # high-die-first order cannot reach the same position: when it continues the checker
+            # just moved (the high die's landing point may be closed), when the first move entered
+            # from the bar or the hand (the other checker may not move before it), or when it bears
+            # off (the first move may have brought the last checker home, or moved the highest
+            # checker). Any other pair of moves by two checkers can be played high die first, to the
+            # same result.
+            needed = torch.where(rank == _ANY_SOURCE, _ALL_SOURCES, 1 << rank)
+            if any_home:
+                needed |= torch.where(all_home, 127, 0)
+            low_first_second = ~ordered & (_field(lines, _FIRST_DIE_SHIFT, 3) < die)
+            moves = torch.where(ordered, moves & below, torch.where(low_first_second, moves & needed, moves))
 
     row, src = _set_bits(moves)
     children = lines.index_select(0, row)
@@ -305,16 +320,16 @@ def _dice_usage_filter(levels: list[torch.Tensor], batch: int) -> tuple[torch.Te
     device = levels[0].device
     most_used = torch.zeros(batch, dtype=torch.int64, device=device)
     for used, lines in enumerate(levels):
-        most_used[_parent(lines)] = used
+        most_used.index_fill_(0, _parent(lines), used)
     kept, dice_used = [], []
     for used, lines in enumerate(levels):
         parent = _parent(lines)
-        keep = most_used[parent] == used
+        keep = most_used.index_select(0, parent) == used
         if used == 1:
             plays_larger = _field(lines, _FIRST_DIE_SHIFT, 3) > _field(lines, _SECOND_DIE_SHIFT, 3)
             some_larger = torch.zeros(batch, dtype=torch.bool, device=device)
-            some_larger[parent[plays_larger]] = True
-            keep &= plays_larger | ~some_larger[parent]
+            some_larger.index_fill_(0, parent[plays_larger], True)
+            keep &= plays_larger | ~some_larger.index_select(0, parent)
         chosen = _rows(lines, keep)
         kept.append(chosen)
         dice_used.append(torch.full((chosen.shape[0],), used, dtype=torch.int8, device=device))
@@ -364,8 +379,9 @@ def _deduplicate(lines: torch.Tensor, dice_used: torch.Tensor) -> tuple[torch.Te
             # interleave, so fall back to an exact (slower) sort of the whole rows.
             return _deduplicate_exact(lines, dice_used)
         keep[pair + 1] = False
-    kept = order.index_select(0, keep.nonzero().squeeze(1))
-    return board.index_select(0, kept), key[keep] >> 40, dice_used.index_select(0, kept)
+    distinct = keep.nonzero().squeeze(1)
+    kept = order.index_select(0, distinct)
+    return board.index_select(0, kept), key.index_select(0, distinct) >> 40, dice_used.index_select(0, kept)
 
 
 def _deduplicate_exact(lines: torch.Tensor, dice_used: torch.Tensor):
@@ -448,7 +464,7 @@ def _legal_words(
         parent = _parent(lines)
         die = _field(lines, _FIRST_DIE_SHIFT if step == 0 else _SECOND_DIE_SHIFT, 3)
         line_blots = None if blots is None else blots[parent]
-        lines = _single_moves(lines, die, double[parent], open_points[parent], line_blots, rules)
+        lines = _single_moves(lines, die, double[parent], open_points[parent], line_blots, rules, step)
         if lines.shape[0] == 0:
             break
         levels.append(lines)
