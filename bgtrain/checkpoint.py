@@ -75,9 +75,14 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return payload
 
 
+def trained_variant(payload: dict[str, Any]) -> str:
+    """The name of the variant a checkpoint's model was trained for."""
+    return payload.get("rules") or payload.get("config", {}).get("run", {}).get("variant") or "backgammon"
+
+
 def check_variant(payload: dict[str, Any], rules, source: str = "checkpoint") -> None:
     """A model plays the variant it was trained on; anything else is refused, naming both."""
-    trained = payload.get("rules") or payload.get("config", {}).get("run", {}).get("variant") or "backgammon"
+    trained = trained_variant(payload)
     if trained != rules.name:
         raise ValueError(f"{source} was trained for {trained!r}, not for {rules.name!r} (pass --variant {trained})")
 

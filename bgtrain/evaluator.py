@@ -59,7 +59,7 @@ import torch
 
 from bgtrain.agents import argmax_per_position
 from bgtrain.bearoff import ALL_ROLLS, BearoffDatabase, load_bearoff_database
-from bgtrain.checkpoint import check_variant, load_network
+from bgtrain.checkpoint import check_variant, load_network, trained_variant
 from bgtrain.outcomes import NUM_OUTCOMES, clamp_outcomes, cubeless_equity, flip_outcomes, terminal_outcomes
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
 from engine.game import winning_points
@@ -172,7 +172,7 @@ class Evaluator:
                 raise ValueError(f"{path} was exported for {model.rules.name!r}, not for {rules.name!r}")
             return cls.from_network(model, model.rules, bearoff, **settings)
         network, payload = load_network(path, device)
-        trained = get_rules(payload.get("rules") or "backgammon")
+        trained = get_rules(trained_variant(payload))
         if rules is not None:
             check_variant(payload, rules, str(path))
         return cls.from_network(network, trained, bearoff, **settings)

@@ -27,7 +27,15 @@ from collections.abc import Sequence
 
 import torch
 
-from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND
+from engine.board import (
+    BOARD_WIDTH,
+    MOVER_BAR,
+    MOVER_IN_HAND,
+    OPPONENT_BAR,
+    OPPONENT_IN_HAND,
+    mover_checkers_on_board,
+    opponent_checkers_on_board,
+)
 from engine.rules import STANDARD, Rules
 
 BASE64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -168,3 +176,33 @@ def decode_position_id(text: str, rules: Rules = STANDARD) -> torch.Tensor:
     board[MOVER_BAR] = mover[24]
     board[OPPONENT_BAR] = -opponent[24]
     return board
+
+
+# Checkers in hand (variants whose checkers start off the board): a position ID counts only the
+# checkers on the points and the bar, so tools carry the checkers in hand beside it.
+
+
+def with_checkers_in_hand(board: torch.Tensor, hand: tuple[int, int], rules: Rules) -> torch.Tensor:
+    """``board`` (``int8[28]``, as decoded from a position ID) with ``hand`` = (the player on roll's,
+    the opponent's) checkers put in hand. Raises ``ValueError`` naming the variant when its checkers
+    never start in hand or a side would have more than its checkers."""
+    if not rules.start_in_hand:
+        raise ValueError(f"hand {hand[0]},{hand[1]}: no checkers are in hand in {rules.name}")
+    for side, count, on_board in (("player on roll", hand[0], mover_checkers_on_board(board)),
+                                  ("opponent", hand[1], opponent_checkers_on_board(board))):
+        if count < 0 or int(on_board) + count > rules.checkers_per_side:
+            raise ValueError(f"hand {hand[0]},{hand[1]}: {int(on_board)} checkers on the board and {count} in "
+                             f"hand for the {side}, more than the {rules.checkers_per_side} of {rules.name}")
+    board = board.clone()
+    board[MOVER_IN_HAND] = hand[0]
+    board[OPPONENT_IN_HAND] = -hand[1]
+    return board
+
+
+def split_checkers_in_hand(board: Sequence[int] | torch.Tensor) -> tuple[list[int], tuple[int, int]]:
+    """``(the board without checkers in hand, (the player on roll's, the opponent's) checkers in hand)``:
+    the first part is what a position ID holds."""
+    values = board_to_list(board)
+    hand = (values[MOVER_IN_HAND], -values[OPPONENT_IN_HAND])
+    values[MOVER_IN_HAND] = values[OPPONENT_IN_HAND] = 0
+    return values, hand

@@ -136,3 +136,30 @@ def test_cube_text_and_errors(model, capsys):
     assert "need --match" in capsys.readouterr().err
     assert main(["eval", START, "--model", model, "--cube", "3"]) == 2
     assert "power of two" in capsys.readouterr().err
+
+
+def test_checkers_in_hand_and_checkers_left_scoring(model, tmp_path, capsys):
+    """Acey-deucey from the start: all checkers in hand (--hand), valued by checkers left, no cube."""
+    empty = "AAAAAAAAAAAAAA"
+    standard = model
+    torch.manual_seed(5)
+    network = ValueNetwork("tesauro198", (16,))
+    model = str(tmp_path / "acey.pt")
+    save_checkpoint(model, {"model": network.model_args(), "weights": network.state_dict(),
+                            "config": {"run": {"variant": "acey-deucey"}}, "counters": {}})
+    assert main(["eval", empty, "--variant", "acey-deucey", "--hand", "15,15", "--dice", "21", "--model", model,
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["position"]["in_hand"] == [15, 15] and "cube" not in report
+    probabilities = report["evaluation"]["probabilities"]
+    assert probabilities["win_backgammon"] == 0 and probabilities["lose_backgammon"] == 0
+    equity = 2 * probabilities["win"] - 1 + 14 * (probabilities["win_gammon"] - probabilities["lose_gammon"])
+    assert report["evaluation"]["equity"] == pytest.approx(equity, abs=1e-5)
+    # Every play enters from the hand; the extra-roll plays leave as few as 9 checkers in hand.
+    assert all(row["play"].startswith("bar/") for row in report["hint"])
+    assert min(row["in_hand"][0] for row in report["hint"]) == 9
+    # Without the checkers in hand nobody has a checker: the error says how to give them.
+    assert main(["eval", empty, "--variant", "acey-deucey", "--model", model]) == 2
+    assert "--hand M,O" in capsys.readouterr().err
+    assert main(["eval", START, "--hand", "1,0", "--model", standard]) == 2
+    assert "no checkers are in hand in backgammon" in capsys.readouterr().err

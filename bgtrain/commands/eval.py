@@ -30,14 +30,21 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.commands.moves import parse_dice
+from bgtrain.commands.moves import parse_dice, parse_hand
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
 from bgtrain.evaluator import Evaluator, HintMove
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.position_kinds import cube_efficiency
 from engine.drawing import draw_board
 from engine.match_id import decode_match_id
-from engine.position_id import POSITION_ID_LENGTH, decode_position_id, encode_position_id
+from engine.board import mover_checkers_on_board, opponent_checkers_on_board
+from engine.position_id import (
+    POSITION_ID_LENGTH,
+    decode_position_id,
+    encode_position_id,
+    split_checkers_in_hand,
+    with_checkers_in_hand,
+)
 from engine.rules import STANDARD, Rules
 from engine.variants import get_rules
 from engine.xgid import XGID_FIELDS, XGID_PREFIX, decode_xgid
@@ -54,6 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--variant", help="rules variant (default: the one the model was trained for)")
+    parser.add_argument("--hand", metavar="M,O", help="checkers still in hand, the player on roll's and the "
+                        "opponent's (dutch, acey-deucey: a position ID counts only those on the board)")
     cube = parser.add_argument_group("cube and score (default: from the XGID or match ID, else a centred 1-cube)")
     cube.add_argument("--cube", type=int, help="cube value (1, 2, 4, ...)")
     cube.add_argument("--owner", choices=("centred", "mover", "opponent"), help="who owns the cube")
@@ -204,6 +213,11 @@ def build_report(args: argparse.Namespace) -> dict:
     device = torch.device(args.device)
     evaluator = Evaluator.from_path(model, device, rules=get_rules(args.variant) if args.variant else None)
     board, position_dice, kind, written = parse_position(args.position, evaluator.rules)
+    if args.hand:
+        board = with_checkers_in_hand(board, parse_hand(args.hand, "--hand"), evaluator.rules)
+    if mover_checkers_on_board(board) == 0 and opponent_checkers_on_board(board) == 0:
+        raise ValueError(f"position {args.position!r} has no checkers left for either side"
+                         + (f"; give the checkers in hand with --hand M,O" if evaluator.rules.start_in_hand else ""))
     dice = parse_dice(args.dice, "--dice") if args.dice else position_dice
     cube, game = cube_and_game(args, written)
     boards = board.unsqueeze(0).to(device)
@@ -212,7 +226,8 @@ def build_report(args: argparse.Namespace) -> dict:
         "position": {
             "input": args.position,
             "format": kind,
-            "position_id": encode_position_id(board),
+            "position_id": encode_position_id(split_checkers_in_hand(board)[0]),
+            **({"in_hand": list(split_checkers_in_hand(board)[1])} if evaluator.rules.start_in_hand else {}),
             "board": board.tolist(),
             "dice": list(dice) if dice else None,
         },
@@ -230,15 +245,17 @@ def build_report(args: argparse.Namespace) -> dict:
     if dice:
         roll = torch.tensor([dice], dtype=torch.int8, device=device)
         moves = evaluator.hint(boards, roll, args.ply)[0]
-        report["hint"] = [_hint_row(rank, move) for rank, move in enumerate(moves, 1)]
+        report["hint"] = [_hint_row(rank, move, evaluator.rules) for rank, move in enumerate(moves, 1)]
     return report
 
 
-def _hint_row(rank: int, move: HintMove) -> dict:
+def _hint_row(rank: int, move: HintMove, rules: Rules) -> dict:
+    on_board, in_hand = split_checkers_in_hand(move.board)
     return {
         "rank": rank,
         "play": move.play,
-        "position_id": encode_position_id(move.board),
+        "position_id": encode_position_id(on_board),
+        **({"in_hand": list(in_hand)} if rules.start_in_hand else {}),
         "ply": move.ply,
         "equity": round(move.equity, 6),
         "difference": round(move.difference, 6),

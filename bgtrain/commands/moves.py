@@ -24,10 +24,14 @@ import sys
 
 import torch
 
-from engine.board import MOVER_IN_HAND, OPPONENT_IN_HAND, mover_checkers_on_board, opponent_checkers_on_board
 from engine.movegen import legal_afterstates
 from engine.notation import play_notations
-from engine.position_id import decode_position_id, encode_position_id
+from engine.position_id import (
+    decode_position_id,
+    encode_position_id,
+    split_checkers_in_hand,
+    with_checkers_in_hand,
+)
 from engine.variants import VARIANTS, get_rules
 
 
@@ -48,8 +52,8 @@ HAND_PREFIX = "hand="
 
 
 def parse_hand(text: str, where: str) -> tuple[int, int]:
-    """``hand=M,O`` -> (checkers in hand of the player on roll, of the opponent)."""
-    counts = text[len(HAND_PREFIX):].split(",")
+    """``M,O`` (or ``hand=M,O``) -> (checkers in hand of the player on roll, of the opponent)."""
+    counts = text.removeprefix(HAND_PREFIX).split(",")
     if len(counts) != 2 or not all(count.isdigit() for count in counts):
         raise ValueError(f"{where}: {text!r} must be hand=M,O with two counts of checkers in hand, like hand=15,15")
     return int(counts[0]), int(counts[1])
@@ -77,23 +81,6 @@ def read_requests(args: argparse.Namespace) -> list[tuple[str, tuple[int, int], 
     return requests
 
 
-def board_with_hand(position_id: str, hand: tuple[int, int] | None, rules) -> torch.Tensor:
-    """The position ID's board, with ``hand`` checkers put in hand (``MOVER_IN_HAND``, ``OPPONENT_IN_HAND``)."""
-    board = decode_position_id(position_id, rules)
-    if hand is None:
-        return board
-    if not rules.start_in_hand:
-        raise ValueError(f"hand={hand[0]},{hand[1]}: no checkers are in hand in {rules.name}")
-    for side, count, on_board in (("player on roll", hand[0], mover_checkers_on_board(board)),
-                                  ("opponent", hand[1], opponent_checkers_on_board(board))):
-        if int(on_board) + count > rules.checkers_per_side:
-            raise ValueError(f"hand={hand[0]},{hand[1]}: {int(on_board)} checkers on the board and {count} in hand "
-                             f"for the {side}, more than the {rules.checkers_per_side} of {rules.name}")
-    board[MOVER_IN_HAND] = hand[0]
-    board[OPPONENT_IN_HAND] = -hand[1]
-    return board
-
-
 def run(args: argparse.Namespace) -> int:
     rules = get_rules(args.variant)
     requests = read_requests(args)
@@ -102,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     boards = []
     for position_id, _, hand, where in requests:
         try:
-            boards.append(board_with_hand(position_id, hand, rules))
+            board = decode_position_id(position_id, rules)
+            boards.append(board if hand is None else with_checkers_in_hand(board, hand, rules))
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
     board = torch.stack(boards)
@@ -120,10 +108,10 @@ def run(args: argparse.Namespace) -> int:
         for row in mine:
             after = rows[row]
             # The ID holds the checkers on the board and the bar; "in_hand" holds the rest.
-            on_board = [0 if column in (MOVER_IN_HAND, OPPONENT_IN_HAND) else count for column, count in enumerate(after)]
+            on_board, in_hand = split_checkers_in_hand(after)
             move = {"play": notations[tuple(after)], "position_id": encode_position_id(on_board)}
             if rules.start_in_hand:
-                move["in_hand"] = [after[MOVER_IN_HAND], -after[OPPONENT_IN_HAND]]
+                move["in_hand"] = list(in_hand)
             if rules.acey_deucey:
                 move["extra_roll"] = extra_rolls[row]
             moves.append(move)
