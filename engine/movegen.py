@@ -266,8 +266,9 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     flat = children.view(torch.int8).view(-1)
     base = torch.arange(row.numel(), device=device) * PACKED_WIDTH
     child_die = die.index_select(0, row)
-    from_bar = src >= MOVER_BAR
-    target = torch.where(from_bar, 25 - child_die, src - child_die)
+    # The bar and the hand both enter as from "point 25".
+    from_point = src.clamp(max=MOVER_BAR)
+    target = from_point - child_die
     bears_off = target < 1
 
     # Gathers and scatters on the flat byte view use index_select and scatter_: several times
@@ -282,21 +283,25 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     hit = before == -1
     after = torch.where(hit, 1, before + ~bears_off)
     flat.scatter_(0, at_target, after.to(torch.int8))
-    # The opponent's bar is byte 0 of word 0: rewrite that byte in place, without a gather.
-    first_word = children[:, 0]
-    bar_byte = first_word & 255
-    children[:, 0] = (first_word ^ bar_byte) | ((bar_byte - hit.long()) & 255)
+    at_bar = base.index_select(0, hit.nonzero().squeeze(1)) + OPPONENT_BAR
+    flat.scatter_(0, at_bar, flat.index_select(0, at_bar) - 1)
+    if step == 3:
+        # The fourth move of a double is the last: nothing reads the occupied bits or the rank again.
+        return children
 
     metadata = children[:, BOARD_WORDS]
-    occupied = metadata >> _OCCUPIED_SHIFT
-    occupied &= ~((1 << src) & -(left == 0).long())
-    occupied |= (1 << target.clamp(min=0)) & -(~bears_off).long()
+    # The source's bit goes when its last checker left; the target's is set unless it bore off.
+    occupied = (metadata >> _OCCUPIED_SHIFT) ^ ((left == 0).long() << src)
+    occupied |= (~bears_off).long() << target.clamp(min=0)
     keep = metadata & ((1 << _RANK_SHIFT) - 1)  # parent and dice
-    rank = torch.where(
-        ordered.index_select(0, row),
-        src.clamp(max=MOVER_BAR),
-        torch.where(from_bar, _ANY_SOURCE, target.clamp(min=0)),
-    )
+    if step >= 2:
+        rank = from_point  # only doubles play a third move
+    else:
+        rank = torch.where(
+            ordered.index_select(0, row),
+            from_point,
+            torch.where(src >= MOVER_BAR, _ANY_SOURCE, target.clamp(min=0)),
+        )
     if blots is not None:
         # Dutch: the move that brings the first checker home allows hits, so a later move (a higher
         # checker's with doubles, or the high die's in the low-die-first order) can need it first:
