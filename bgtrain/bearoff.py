@@ -332,7 +332,7 @@ class BearoffDatabase:
             raise FileNotFoundError(f"no bear-off database at {path}")
         try:
             payload = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as error:  # torch raises many types for a corrupt or foreign file
+        except Exception as error:  # noqa: BLE001 (torch raises many types for a corrupt or foreign file)
             raise ValueError(f"{path} is not a readable bear-off database ({type(error).__name__})") from None
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise ValueError(f"{path} is not a bgtrain bear-off database")

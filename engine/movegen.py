@@ -363,11 +363,12 @@ def _row_hash(words: torch.Tensor) -> torch.Tensor:
 def _deduplicate(lines: torch.Tensor, dice_used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The distinct boards of each position, ordered by (position, board hash).
 
-    Returns ``(board words int64[N, 4], parent int64[N], dice used int8[N])``. Only rows whose keys
-    collide are compared in full, and only the kept rows are copied.
+    Returns ``(lines int64[N, 5] with the board in words 0..3, parent int64[N], dice used int8[N])``.
+    Only rows whose keys collide are compared in full, and only the kept rows are copied, whole:
+    gathering contiguous rows is several times faster than gathering the board-word view of them.
     """
     if lines.shape[0] == 0:
-        return lines[:, :BOARD_WORDS], _parent(lines), dice_used
+        return lines, _parent(lines), dice_used
     board = lines[:, :BOARD_WORDS]
     # The parent's 24 bits above 40 bits of hash: one sort orders by position, then by board.
     key = (_parent(lines) << 40) | (_row_hash(board) & ((1 << 40) - 1))
@@ -376,8 +377,8 @@ def _deduplicate(lines: torch.Tensor, dice_used: torch.Tensor) -> tuple[torch.Te
     keep = torch.ones_like(key, dtype=torch.bool)
     pair = (key[1:] == key[:-1]).nonzero().squeeze(1)
     if pair.numel():
-        first = board.index_select(0, order.index_select(0, pair))
-        second = board.index_select(0, order.index_select(0, pair + 1))
+        first = lines.index_select(0, order.index_select(0, pair))[:, :BOARD_WORDS]
+        second = lines.index_select(0, order.index_select(0, pair + 1))[:, :BOARD_WORDS]
         same_board = (first == second).all(1)
         if not bool(same_board.all()):
             # A 40-bit hash collision between different boards of one position: equal keys may
@@ -386,7 +387,7 @@ def _deduplicate(lines: torch.Tensor, dice_used: torch.Tensor) -> tuple[torch.Te
         keep[pair + 1] = False
     distinct = keep.nonzero().squeeze(1)
     kept = order.index_select(0, distinct)
-    return board.index_select(0, kept), key.index_select(0, distinct) >> 40, dice_used.index_select(0, kept)
+    return lines.index_select(0, kept), key.index_select(0, distinct) >> 40, dice_used.index_select(0, kept)
 
 
 def _deduplicate_exact(lines: torch.Tensor, dice_used: torch.Tensor):
@@ -394,7 +395,7 @@ def _deduplicate_exact(lines: torch.Tensor, dice_used: torch.Tensor):
     unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
     first = torch.full((unique.shape[0],), rows.shape[0], dtype=torch.int64, device=rows.device)
     first.scatter_reduce_(0, inverse, torch.arange(rows.shape[0], device=rows.device), "amin")
-    return unique[:, 1:], unique[:, 0], dice_used.index_select(0, first)
+    return lines.index_select(0, first), unique[:, 0], dice_used.index_select(0, first)
 
 
 def legal_afterstates(board: torch.Tensor, dice: torch.Tensor, rules: Rules = STANDARD) -> Afterstates:
@@ -432,7 +433,8 @@ def _legal_words(
     board: torch.Tensor, dice: torch.Tensor, rules: Rules
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Steps 1 to 4 for ``board: int8[B, 28]`` and ``dice: int64[B, 2]``: the distinct afterstates as
-    packed board words, ``(int64[N, 4], parent int64[N], dice used int8[N])``, ordered by parent."""
+    packed lines, ``(int64[N, 5] with the board in words 0..3, parent int64[N], dice used int8[N])``,
+    ordered by parent."""
     device = board.device
     batch = board.shape[0]
     high, low = dice.max(1).values, dice.min(1).values
@@ -507,5 +509,5 @@ def _acey_deucey_turns(
     all_parent = torch.cat([parent.index_select(0, stays), continued_parent])
     all_used = torch.cat([dice_used.index_select(0, stays), 2 + more_used])
     # Two doubles can reach one afterstate: deduplicate again (this also restores the parent order).
-    lines = torch.cat([all_words, all_parent.unsqueeze(1)], 1)
+    lines = torch.cat([all_words[:, :BOARD_WORDS], all_parent.unsqueeze(1)], 1)
     return _deduplicate(lines, all_used)

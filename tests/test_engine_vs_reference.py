@@ -74,4 +74,4 @@ def test_set_bit_paths_agree():
     peeled = sorted(zip(*(t.tolist() for t in _set_bits(moves))))
     masked = sorted(zip(*(t.tolist() for t in _set_bits_by_mask(moves))))
     assert peeled == masked
-    assert len(peeled) == sum(bin(m).count("1") for m in moves.tolist())
+    assert len(peeled) == sum(m.bit_count() for m in moves.tolist())

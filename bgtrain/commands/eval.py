@@ -35,9 +35,9 @@ from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_lab
 from bgtrain.evaluator import Evaluator, HintMove
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.position_kinds import cube_efficiency
+from engine.board import mover_checkers_on_board, opponent_checkers_on_board
 from engine.drawing import draw_board
 from engine.match_id import decode_match_id
-from engine.board import mover_checkers_on_board, opponent_checkers_on_board
 from engine.position_id import (
     POSITION_ID_LENGTH,
     decode_position_id,
@@ -217,7 +217,7 @@ def build_report(args: argparse.Namespace) -> dict:
         board = with_checkers_in_hand(board, parse_hand(args.hand, "--hand"), evaluator.rules)
     if mover_checkers_on_board(board) == 0 and opponent_checkers_on_board(board) == 0:
         raise ValueError(f"position {args.position!r} has no checkers left for either side"
-                         + (f"; give the checkers in hand with --hand M,O" if evaluator.rules.start_in_hand else ""))
+                         + ("; give the checkers in hand with --hand M,O" if evaluator.rules.start_in_hand else ""))
     dice = parse_dice(args.dice, "--dice") if args.dice else position_dice
     cube, game = cube_and_game(args, written)
     boards = board.unsqueeze(0).to(device)
