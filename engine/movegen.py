@@ -335,10 +335,17 @@ def _dice_usage_filter(levels: list[torch.Tensor], batch: int) -> tuple[torch.Te
             some_larger = torch.zeros(batch, dtype=torch.bool, device=device)
             some_larger.index_fill_(0, parent[plays_larger], True)
             keep &= plays_larger | ~some_larger.index_select(0, parent)
-        chosen = _rows(lines, keep)
-        kept.append(chosen)
-        dice_used.append(torch.full((chosen.shape[0],), used, dtype=torch.int8, device=device))
-    return torch.cat(kept), torch.cat(dice_used)
+        row = keep.nonzero().squeeze(1)
+        kept.append(row)
+        dice_used.append(torch.full((row.shape[0],), used, dtype=torch.int8, device=device))
+    # Each level's kept lines are gathered straight into their slice of the result: no second copy
+    # by a concatenation.
+    chosen = torch.empty(sum(row.shape[0] for row in kept), WORDS, dtype=torch.int64, device=device)
+    start = 0
+    for lines, row in zip(levels, kept):
+        torch.index_select(lines, 0, row, out=chosen[start : start + row.shape[0]])
+        start += row.shape[0]
+    return chosen, torch.cat(dice_used)
 
 
 # Odd 64-bit multipliers for the row hash (fixed, so that order and signatures are reproducible).
