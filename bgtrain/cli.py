@@ -38,6 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bgtrain.commands.train import overrides_as_assignments
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"]:
+        try:
+            argv = overrides_as_assignments(argv)
+        except ValueError as error:
+            print(f"bgtrain train: error: {error}", file=sys.stderr)
+            return 2
     args = build_parser().parse_args(argv)
     try:
         return args.run(args) or 0

@@ -38,6 +38,22 @@ def test_train_writes_checkpoints_logs_and_config(tmp_path, capsys):
     assert "final model" in capsys.readouterr().out
 
 
+def test_flags_and_overrides_in_any_order(tmp_path, monkeypatch):
+    """``--section.field value`` overrides, and the command's own flags after an override, both work."""
+    from bgtrain.commands import train as train_command
+
+    seen = {}
+    monkeypatch.setattr("bgtrain.train.train", lambda config, **kwargs: seen.update(config=config, **kwargs) or "x")
+    out = tmp_path / "ordered"
+    assert main(["train", "--config", "configs/quick.toml", "model.hidden=[8]", "--train.learning_rate", "3e-4",
+                 "--out", str(out), "--no-progress", "--selfplay.games_in_parallel=16"]) == 0
+    config = seen["config"]
+    assert config.train.learning_rate == 3e-4 and config.model.hidden == (8,)
+    assert config.selfplay.games_in_parallel == 16 and config.run_dir == out and seen["progress"] is False
+    assert train_command.overrides_as_assignments(["--a.b", "1", "--c"]) == ["a.b=1", "--c"]
+    assert main(["train", "--config", "configs/quick.toml", "--train.learning_rate"]) == 2
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -22,6 +22,11 @@ from bgtrain.config import config_from_dict, config_to_dict, load_config, parse_
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_flags(parser)
+    parser.add_argument("overrides", nargs=argparse.REMAINDER, help="section.field=value or --section.field value")
+
+
+def _add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML config file (e.g. configs/default.toml)")
     parser.add_argument("--out", help="run directory (default: run.out_dir/run.name from the config)")
     parser.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
@@ -30,7 +35,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", help="shorthand for run.variant=... (engine.variants)")
     parser.add_argument("--threads", type=int, help="CPU threads for torch (1 is fastest on a shared machine)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("overrides", nargs=argparse.REMAINDER, help="section.field=value or --section.field value")
+
+
+def overrides_as_assignments(argv: list[str]) -> list[str]:
+    """``--section.field value`` and ``--section.field=value`` become ``section.field=value``: config
+    overrides are the only dotted options, and as assignments argparse never takes them for flags."""
+    out, index = [], 0
+    while index < len(argv):
+        token = argv[index]
+        name = token[2:].split("=", 1)[0]
+        if token.startswith("--") and "." in name:
+            if "=" in token:
+                out.append(token[2:])
+            elif index + 1 < len(argv):
+                out.append(f"{name}={argv[index + 1]}")
+                index += 1
+            else:
+                raise ValueError(f"override {token} has no value")
+        else:
+            out.append(token)
+        index += 1
+    return out
+
+
+def _flags_among_overrides(args: argparse.Namespace) -> argparse.Namespace:
+    """``argparse.REMAINDER`` also takes this command's own flags when they follow an override
+    (``bgtrain train --config X train.total_games=5 --no-progress``): read them back out of the
+    overrides, so that they work anywhere on the line."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, argument_default=argparse.SUPPRESS)
+    _add_flags(parser)
+    found, rest = parser.parse_known_args(args.overrides)
+    return argparse.Namespace(**{**vars(args), **vars(found), "overrides": rest})
 
 
 def resolve_config(args: argparse.Namespace):
@@ -64,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bgtrain.train import train
 
+    args = _flags_among_overrides(args)
     config = resolve_config(args)
     if args.threads:
         torch.set_num_threads(args.threads)
