@@ -125,6 +125,8 @@ def play_cubeful(
     from bgtrain.cube import MoneyGame, TakeAction, is_double
     from bgtrain.met import default_met
 
+    if not rules.cube:
+        raise ValueError(f"{rules.name} is played without a doubling cube: leave out --cube and --match")
     device = torch.device(device)
     pairs = max(1, math.ceil(units / 2))
     slots = 2 * pairs

@@ -182,8 +182,6 @@ def loss_function(name: str):
     return lambda predicted, target: torch.nn.functional.mse_loss(predicted, target)
 
 
-
-
 class EligibilityTraces:
     """Per-slot, per-output eligibility traces for classic online TD(lambda)."""
 
@@ -255,9 +253,7 @@ class Run:
         self.network = ValueNetwork(config.model.encoder, config.model.hidden, config.model.activation).to(self.device)
         if config.train.optimizer == "adam":
             self.optimizer = torch.optim.AdamW(
-                self.network.parameters(),
-                lr=config.train.learning_rate,
-                weight_decay=config.train.weight_decay,
+                self.network.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
             )
         else:
             self.optimizer = torch.optim.SGD(

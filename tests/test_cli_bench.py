@@ -136,3 +136,9 @@ def test_ratings_recover_consistent_results():
     noisy = [_match("x", "y", 0.5, 0.01), _match("y", "z", 0.8, 0.5), _match("x", "z", 1.0, 0.5)]
     ratings, _ = fit_ratings(names, noisy)
     assert ratings[0] - ratings[1] == pytest.approx(0.5, abs=0.01)
+
+
+def test_no_cube_in_a_variant_without_one(capsys):
+    assert main(["bench", "random", "random", "--variant", "acey-deucey", "--cube", "--games", "2"]) == 2
+    assert "acey-deucey is played without a doubling cube" in capsys.readouterr().err
+    assert main(["bench", "random", "random", "--variant", "acey-deucey", "--games", "2", "--threads", "1"]) == 0
