@@ -119,7 +119,9 @@ class MoveFilter:
 @dataclass(frozen=True)
 class HintMove:
     """One ranked legal play: its afterstate (28 ints, mover's side), notation, the mover's cubeless
-    equity and outcome probabilities after it (as at ``ply``), and ``difference`` = equity - best's."""
+    equity and outcome probabilities after it (as at ``ply``), and ``difference`` = equity - best's.
+    ``extra_roll``: the play earns another roll (acey-deucey; one position can be reached with and
+    without it)."""
 
     board: tuple[int, ...]
     play: str
@@ -127,6 +129,7 @@ class HintMove:
     difference: float
     probabilities: tuple[float, ...]
     ply: int
+    extra_roll: bool = False
 
 
 class Evaluator:
@@ -224,7 +227,7 @@ class Evaluator:
         # The same float32 equities as the move choice, so that both rank (and break ties) alike.
         equity = cubeless_equity(outcomes, self.rules).tolist()
         outcomes, plies = outcomes.tolist(), plies.tolist()
-        boards = afterstates.boards.tolist()
+        boards, extra_rolls = afterstates.boards.tolist(), afterstates.extra_roll.tolist()
         befores, rolls = board.tolist(), dice.tolist()
         hints = []
         for index, (start, count) in enumerate(zip(afterstates.offsets.tolist(), afterstates.counts.tolist())):
@@ -241,6 +244,7 @@ class Evaluator:
                     difference=equity[row] - best,
                     probabilities=tuple(outcomes[row]),
                     ply=plies[row],
+                    extra_roll=extra_rolls[row],
                 )
                 for row in rows
             ])
@@ -298,6 +302,17 @@ class Evaluator:
         won = _mover_finished(afterstates)
         if bool(won.any()):
             probs[won] = terminal_outcomes(winning_points(afterstates[won], self.rules), rules=self.rules)
+        return probs
+
+    def _static_plays(self, afterstates: Afterstates) -> torch.Tensor:
+        """``A_0`` of each play, for the mover: ``float32[N, 5]``. A play that earns an extra roll
+        (acey-deucey) leaves the mover to roll again, so its position is valued for the mover as it
+        stands, not for the other side."""
+        probs = self._static_afterstates(afterstates.boards)
+        if self.rules.acey_deucey:
+            again = afterstates.extra_roll.nonzero(as_tuple=True)[0]
+            if again.numel():
+                probs[again] = self._static_positions(afterstates.boards[again])
         return probs
 
     def _game_over(self, board: torch.Tensor) -> torch.Tensor:
@@ -358,7 +373,7 @@ class Evaluator:
     def _candidates(self, afterstates: Afterstates, ply: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Every afterstate's outcomes for the mover (``float32[N, 5]``) and the ply it was evaluated at
         (``int64[N]``): ``ply`` for the filter's survivors, 0 for the rest."""
-        pre = self._static_afterstates(afterstates.boards)
+        pre = self._static_plays(afterstates)
         plies = torch.zeros(afterstates.total, dtype=torch.int64, device=pre.device)
         if ply == 0:
             return pre, plies
@@ -372,7 +387,7 @@ class Evaluator:
     def _select(self, afterstates: Afterstates, ply: int, need_values: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """The move choice at ``ply`` (``int64[B]``) and the chosen afterstates' outcomes (``float32[B, 5]``;
         at ``ply`` when ``need_values``, else possibly at 0-ply where the filter left no choice)."""
-        pre = self._static_afterstates(afterstates.boards)
+        pre = self._static_plays(afterstates)
         equity = cubeless_equity(pre, self.rules)
         if ply == 0:
             choice = argmax_per_position(equity, afterstates)

@@ -158,6 +158,9 @@ def test_checkers_in_hand_and_checkers_left_scoring(model, tmp_path, capsys):
     # Every play enters from the hand; the extra-roll plays leave as few as 9 checkers in hand.
     assert all(row["play"].startswith("bar/") for row in report["hint"])
     assert min(row["in_hand"][0] for row in report["hint"]) == 9
+    assert any(row["extra_roll"] for row in report["hint"])
+    assert main(["eval", empty, "--variant", "acey-deucey", "--hand", "15,15", "--dice", "21", "--model", model]) == 0
+    assert "(rolls again)" in capsys.readouterr().out
     # Without the checkers in hand nobody has a checker: the error says how to give them.
     assert main(["eval", empty, "--variant", "acey-deucey", "--model", model]) == 2
     assert "--hand M,O" in capsys.readouterr().err

@@ -777,3 +777,29 @@ def test_moves_takes_and_reports_checkers_in_hand(capsys):
     assert status == 2 and "more than the 15 of dutch" in err
     status, _, err = run_moves(capsys, ["--variant", "dutch", empty, "21", "hand=15"])
     assert status == 2 and "hand=M,O" in err
+
+
+def test_evaluator_values_extra_roll_plays_for_the_mover():
+    """An acey-deucey play that earns an extra roll leaves the mover on roll: the evaluator's 0-ply
+    choice must agree with the greedy agent's, which values those plays for the mover."""
+    from bgtrain.agents import GreedyValueAgent
+    from bgtrain.evaluator import Evaluator
+    from bgtrain.network import ValueNetwork
+
+    torch.manual_seed(3)
+    network = ValueNetwork("tesauro198", (16,))
+    evaluator = Evaluator.from_network(network, ACEY_DEUCEY, bearoff=False)
+    agent = GreedyValueAgent.from_network(network, "net", ACEY_DEUCEY)
+    dice = RandomDice(5)
+    state = new_games(ACEY_DEUCEY, 64, dice)
+    generator = torch.Generator().manual_seed(6)
+    for _ in range(12):  # spread the games out, then give every one the acey-deucey roll
+        afterstates = legal_afterstates(state.board, state.dice, ACEY_DEUCEY)
+        choice = random_choice(afterstates, generator)
+        state = play(state, afterstates.select(choice), ACEY_DEUCEY, dice, afterstates.select_extra_roll(choice))
+        state = restart_finished(state, ACEY_DEUCEY, dice)
+    state = State(board=state.board, dice=torch.tensor([[2, 1]], dtype=torch.int8).expand(64, 2), seat=state.seat,
+                  turn=state.turn, game_over=state.game_over, result=state.result)
+    afterstates = legal_afterstates(state.board, state.dice, ACEY_DEUCEY)
+    assert bool(afterstates.extra_roll.any())
+    assert torch.equal(evaluator.choose(afterstates, 0), agent.choose(state, afterstates))

@@ -256,6 +256,7 @@ def _hint_row(rank: int, move: HintMove, rules: Rules) -> dict:
         "play": move.play,
         "position_id": encode_position_id(on_board),
         **({"in_hand": list(in_hand)} if rules.start_in_hand else {}),
+        **({"extra_roll": move.extra_roll} if rules.acey_deucey else {}),
         "ply": move.ply,
         "equity": round(move.equity, 6),
         "difference": round(move.difference, 6),
@@ -297,12 +298,13 @@ def render_hint(report: dict) -> list[str]:
     lines = [f"Plays of {dice[0]}{dice[1]}, best first ({report['ply']}-ply"
              + (f"; 0-ply candidates filtered: best {settings['keep']} within {settings['threshold']:.3f}"
                 if report["ply"] else "") + "):"]
-    width = max(len(row["play"]) for row in report["hint"])
+    plays = [row["play"] + (" (rolls again)" if row.get("extra_roll") else "") for row in report["hint"]]
+    width = max(len(play) for play in plays)
     lines.append(f"    #  Ply  {'Play':<{width}}   Equity    Diff  {PROBABILITY_HEADER}")
-    for row in report["hint"]:
+    for row, play in zip(report["hint"], plays):
         difference = f"{row['difference']:+.3f}" if row["rank"] > 1 else ""
         lines.append(
-            f"  {row['rank']:>3}  {row['ply']:>3}  {row['play']:<{width}}  {row['equity']:+.3f}  {difference:>6}  "
+            f"  {row['rank']:>3}  {row['ply']:>3}  {play:<{width}}  {row['equity']:+.3f}  {difference:>6}  "
             f"{_probability_columns(row['probabilities'])}"
         )
     lines.append("")
