@@ -38,20 +38,12 @@ HOME_POINTS = slice(1, 7)  # the mover's home board, points 1..6
 # flipped[i] = -board[FLIP_PERMUTATION[i]]
 FLIP_PERMUTATION = tuple([25 - i for i in range(26)] + [OPPONENT_IN_HAND, MOVER_IN_HAND])
 
-_flip_index_cache: dict[torch.device, torch.Tensor] = {}
-
-
-def _flip_index(device: torch.device) -> torch.Tensor:
-    index = _flip_index_cache.get(device)
-    if index is None:
-        index = torch.tensor(FLIP_PERMUTATION, dtype=torch.long, device=device)
-        _flip_index_cache[device] = index
-    return index
-
-
 def flip_board(board: torch.Tensor) -> torch.Tensor:
-    """The same positions seen by the other side. ``board: int8[..., 28]`` -> ``int8[..., 28]``."""
-    return -board.index_select(-1, _flip_index(board.device))
+    """The same positions seen by the other side. ``board: int8[..., 28]`` -> ``int8[..., 28]``.
+
+    ``FLIP_PERMUTATION`` reverses columns 0..25 and swaps 26 and 27: that is the reversed row turned
+    two places, which ``flip`` and ``roll`` do several times faster than a gather of int8 columns."""
+    return -torch.roll(board.flip(-1), -2, -1)
 
 
 def mover_checkers_on_board(board: torch.Tensor) -> torch.Tensor:

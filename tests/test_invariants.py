@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.board import MOVER_BAR, OPPONENT_BAR, borne_off, flip_board, pip_counts
+from engine.board import FLIP_PERMUTATION, MOVER_BAR, OPPONENT_BAR, borne_off, flip_board, pip_counts
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
 from engine.movegen import legal_afterstates
@@ -76,3 +76,12 @@ def test_invariants_over_random_games():
         steps += 1
     assert steps > 50
     assert bool((state.result != 0).all())
+
+
+def test_flip_board_is_the_documented_permutation_and_an_involution():
+    """flipped[i] = -board[FLIP_PERMUTATION[i]] on any leading shape, and flipping twice gives the board."""
+    generator = torch.Generator().manual_seed(9)
+    boards = torch.randint(-15, 16, (4, 3, 28), generator=generator, dtype=torch.int8)
+    assert torch.equal(flip_board(boards), -boards[..., list(FLIP_PERMUTATION)])
+    assert torch.equal(flip_board(flip_board(boards)), boards)
+    assert torch.equal(flip_board(boards[0, 0]), -boards[0, 0, list(FLIP_PERMUTATION)])
