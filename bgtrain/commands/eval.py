@@ -221,13 +221,14 @@ def build_report(args: argparse.Namespace) -> dict:
     dice = parse_dice(args.dice, "--dice") if args.dice else position_dice
     cube, game = cube_and_game(args, written)
     boards = board.unsqueeze(0).to(device)
+    on_board, in_hand = split_checkers_in_hand(board)
 
     report: dict = {
         "position": {
             "input": args.position,
             "format": kind,
-            "position_id": encode_position_id(split_checkers_in_hand(board)[0]),
-            **({"in_hand": list(split_checkers_in_hand(board)[1])} if evaluator.rules.start_in_hand else {}),
+            "position_id": encode_position_id(on_board),
+            **({"in_hand": list(in_hand)} if evaluator.rules.start_in_hand else {}),
             "board": board.tolist(),
             "dice": list(dice) if dice else None,
         },
