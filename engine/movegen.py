@@ -9,10 +9,11 @@ How it works (all steps are tensor operations over the whole batch):
 1. Each position becomes one partial "line" per order of its dice: two for a non-double (playing
    one die can enable the other: entering from the bar, or bringing the last checker home so that
    bearing off becomes legal), one for a double, which plays its die up to four times.
-2. Each step expands every live line by every legal single checker move with its next die. With
-   doubles a line may only move a checker from a point no higher than its previous move's source:
-   every set of moves with one die can be played in that order (a higher checker's move never needs
-   a lower one's first), and without it doubles produce about ten times more duplicates.
+2. Each step expands every live line by every legal single checker move with its next die
+   (``_single_moves``: two kernels that ``engine.kernels`` compiles on the CPU). With doubles a line
+   may only move a checker from a point no higher than its previous move's source: every set of
+   moves with one die can be played in that order (a higher checker's move never needs a lower
+   one's first), and without it doubles produce about ten times more duplicates.
 3. The dice-usage rule (``_dice_usage_filter``) picks, per position, which finished lines count.
 4. Duplicates are removed with a 64-bit hash of the packed row, checked for exact equality.
 5. Acey-deucey (``Rules.acey_deucey``): a 1-2 whose two dice were both played goes on with each of
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine import kernels
 from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, mover_checkers_on_board
 from engine.rules import STANDARD, Rules
 
@@ -142,72 +144,60 @@ def _field(lines: torch.Tensor, shift: int, bits: int) -> torch.Tensor:
     return (lines[:, BOARD_WORDS] >> shift) & ((1 << bits) - 1)
 
 
-_bit_tables: dict[torch.device, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+_CHUNK_BITS = 14  # set bits are counted and listed in two halves of a move mask: bits 0..13, 14..27
+_CHUNK_MASK = (1 << _CHUNK_BITS) - 1
 
 
-def _tables(device: torch.device):
-    """(source numbers 1..26, their bits, the highest set bit of every 7-bit home mask)."""
-    tables = _bit_tables.get(device)
-    if tables is None:
+class _Tables:
+    """Small lookup tables, one set per device."""
+
+    def __init__(self, device: torch.device):
         source = torch.arange(1, SOURCES + 1, device=device)
-        highest = torch.tensor([mask.bit_length() - 1 if mask else 0 for mask in range(128)], device=device)
-        tables = (source, torch.ones_like(source) << source, highest)
-        _bit_tables[device] = tables
+        self.source_bit = torch.ones_like(source) << source  # bit s for s in 1..26
+        # The highest set bit of every 7-bit home mask (0 when none).
+        self.highest = torch.tensor([mask.bit_length() - 1 if mask else 0 for mask in range(128)], device=device)
+        # For every _CHUNK_BITS-bit mask: how many bits are set, and the k-th lowest set bit at
+        # [mask * _CHUNK_BITS + k].
+        masks = range(1 << _CHUNK_BITS)
+        self.popcount = torch.tensor([mask.bit_count() for mask in masks], device=device)
+        kth = [[bit for bit in range(_CHUNK_BITS) if mask >> bit & 1] for mask in masks]
+        self.kth_bit = torch.tensor(
+            [row + [0] * (_CHUNK_BITS - len(row)) for row in kth], dtype=torch.int8, device=device
+        ).view(-1)
+
+
+_tables_by_device: dict[torch.device, _Tables] = {}
+
+
+def _tables(device: torch.device) -> _Tables:
+    tables = _tables_by_device.get(device)
+    if tables is None:
+        tables = _tables_by_device[device] = _Tables(device)
     return tables
 
 
-def _set_bits(moves: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every set bit (1..26) of ``moves: int64[L]``: ``(line int64[M], bit number int64[M])``, in no
-    particular order.
-
-    On the CPU, peeling the lowest set bit of the lines that still have one is about four times
-    faster than ``nonzero`` over an ``[L, 26]`` mask (a line has few legal moves). On a GPU each
-    peel would be a host sync, so there the mask's single ``nonzero`` is used."""
-    if moves.device.type != "cpu":
-        return _set_bits_by_mask(moves)
-    line = (moves != 0).nonzero().squeeze(1)
-    moves = moves.index_select(0, line)
-    lines, bits = [], []
-    while moves.numel():
-        lowest = moves & -moves
-        lines.append(line)
-        bits.append(lowest)
-        moves = moves ^ lowest
-        more = (moves != 0).nonzero().squeeze(1)
-        line, moves = line.index_select(0, more), moves.index_select(0, more)
-    if not lines:
-        return line, line
-    # A power of two is exact in float64, so its exponent field is the bit number.
-    bit = (torch.cat(bits).to(torch.float64).view(torch.int64) >> 52) - 1023
-    return torch.cat(lines), bit
+# Single checker moves, for every line at once, in two kernels around one data-dependent step:
+# ``_move_masks`` gives each line the bit mask of the sources it may move from and their count;
+# ``repeat_interleave`` lays out one child line per set bit; ``_children`` finds each child's
+# source (the k-th set bit of its parent's mask) and plays the move. Both kernels are written as
+# pure tensor code with no size that depends on the data, so on the CPU ``torch.compile`` fuses
+# each into a single pass over the lines (``engine.kernels``); elsewhere they run op by op.
 
 
-def _set_bits_by_mask(moves: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    source, source_bit, _ = _tables(moves.device)
-    line, column = ((moves.unsqueeze(1) & source_bit) != 0).nonzero(as_tuple=True)
-    return line, source[column]
+def _move_masks(metadata, die, ordered, open_points, blots, highest, popcount, step: int,
+                hand_enters_first: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(moves int64[L], count int64[L])``: bit s of ``moves`` is set when a checker may move from
+    source s (1..26) with ``die``; ``count`` is the number of bits set.
 
-
-def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor, open_points: torch.Tensor,
-                  blots: torch.Tensor | None, rules: Rules, step: int) -> torch.Tensor:
-    """Every legal single checker move of every line.
-
-    ``die: int64[L]`` the die each line plays now; ``ordered: bool[L]`` marks lines (doubles) whose
-    move must start no higher than their previous one; ``open_points: int64[L]`` has bit t set when
-    point t is not closed to the mover. The opponent's closed points cannot change during a turn
-    (a hit only removes a lone checker), so these bits are computed once per position.
-    ``blots: int64[L]`` (Dutch backgammon, else None): bit t set when point t holds an opposing blot
-    that may not be hit while the line has no checker home. ``step``: how many dice the lines have
-    played (0 to 3; from 2 on, only doubles).
-
-    On the CPU, rules that no line can need (bearing off, entering from the hand) are skipped after
-    a cheap ``any``: most positions have neither, and every skipped operation is a pass over the
-    lines. On a GPU that test would be a host sync, so every rule is always applied.
+    ``metadata``: the lines' metadata words; ``die: int64[L]`` the die each line plays now;
+    ``ordered: bool[L]`` marks lines (doubles) whose move must start no higher than their previous
+    one; ``open_points: int64[L]`` has bit t set when point t is not closed to the mover. The
+    opponent's closed points cannot change during a turn (a hit only removes a lone checker), so
+    these bits are computed once per position. ``blots: int64[L]`` (Dutch backgammon, else None):
+    bit t set when point t holds an opposing blot that may not be hit while the line has no checker
+    home. ``step``: how many dice the lines have played (0 to 3; from 2 on, only doubles).
     """
-    device = lines.device
-    on_cpu = device.type == "cpu"
-    _, _, highest_table = _tables(device)
-    occupied = _field(lines, _OCCUPIED_SHIFT, 27)
+    occupied = (metadata >> _OCCUPIED_SHIFT) & ((1 << 27) - 1)
     if blots is not None:
         # Dutch backgammon (``Rules.hit_needs_home_checker``): "a player may not hit until at least
         # one of his own checkers has reached his home board", read by the state. Blots only go
@@ -217,32 +207,24 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
         open_points = open_points & ~blots
 
     # A checker on s lands on s - d, a point not held by two or more opposing checkers. Checkers on
-    # the bar ("point 25") enter the opponent's home board the same way, on point 25 - d.
+    # the bar ("point 25") enter the opponent's home board the same way, on point 25 - d; checkers
+    # in hand enter like checkers on the bar.
     moves = occupied & (open_points << die) & _POINTS_AND_BAR
-    in_hand = (occupied & _HAND_BIT) != 0
-    any_in_hand = not on_cpu or bool(in_hand.any())
-    if any_in_hand:
-        # Checkers in hand enter like checkers on the bar.
-        moves |= ((occupied >> MOVER_IN_HAND) & (open_points >> (25 - die)) & 1) << MOVER_IN_HAND
+    moves |= ((occupied >> MOVER_IN_HAND) & (open_points >> (25 - die)) & 1) << MOVER_IN_HAND
     # Bearing off: only when all the mover's checkers are home (points 1..6); with the exact die,
     # or with a larger die from the highest occupied point.
     all_home = (occupied >> 7) == 0
-    any_home = not on_cpu or bool(all_home.any())
-    if any_home:
-        highest = highest_table[occupied & 127]
-        exact = occupied & (1 << die)
-        from_highest = torch.where((highest < die) & (highest > 0), 1 << highest, 0)
-        moves |= torch.where(all_home, exact | from_highest, 0)
+    highest_home = highest.index_select(0, occupied & 127)
+    exact = occupied & (1 << die)
+    from_highest = torch.where((highest_home < die) & (highest_home > 0), 1 << highest_home, 0)
+    moves |= torch.where(all_home, exact | from_highest, 0)
     # Checkers on the bar must all enter before any other checker moves; checkers in hand likewise
     # (after the bar), unless ``Rules.hand_enters_first`` is off (acey-deucey: "entered checkers may
     # move before all are in").
-    if rules.hand_enters_first and any_in_hand:
-        waiting = torch.where(in_hand, moves & _HAND_BIT, moves)
-    else:
-        waiting = moves
+    waiting = torch.where((occupied & _HAND_BIT) != 0, moves & _HAND_BIT, moves) if hand_enters_first else moves
     moves = torch.where((occupied & _BAR_BIT) != 0, moves & _BAR_BIT, waiting)
     if step > 0:
-        rank = _field(lines, _RANK_SHIFT, 5)
+        rank = (metadata >> _RANK_SHIFT) & 31
         # Doubles: no source above the previous one (the bar and the hand rank together, as 25).
         below = (2 << rank) - 1 | torch.where(rank >= MOVER_BAR, _HAND_BIT, 0)
         if step >= 2:
@@ -255,61 +237,99 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
             # off (the first move may have brought the last checker home, or moved the highest
             # checker). Any other pair of moves by two checkers can be played high die first, to the
             # same result.
-            needed = torch.where(rank == _ANY_SOURCE, _ALL_SOURCES, 1 << rank)
-            if any_home:
-                needed |= torch.where(all_home, 127, 0)
-            low_first_second = ~ordered & (_field(lines, _FIRST_DIE_SHIFT, 3) < die)
+            needed = torch.where(rank == _ANY_SOURCE, _ALL_SOURCES, 1 << rank) | torch.where(all_home, 127, 0)
+            low_first_second = ~ordered & (((metadata >> _FIRST_DIE_SHIFT) & 7) < die)
             moves = torch.where(ordered, moves & below, torch.where(low_first_second, moves & needed, moves))
+    count = popcount.index_select(0, moves & _CHUNK_MASK) + popcount.index_select(0, moves >> _CHUNK_BITS)
+    return moves, count
 
-    row, src = _set_bits(moves)
-    children = lines.index_select(0, row)
-    flat = children.view(torch.int8).view(-1)
-    base = torch.arange(row.numel(), device=device) * PACKED_WIDTH
-    child_die = die.index_select(0, row)
+
+def _byte(words: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
+    """The signed int8 at byte ``column`` of each row of ``words: int64[M, WORDS]``, as int64."""
+    word = torch.gather(words, 1, (column >> 3).unsqueeze(1)).squeeze(1)
+    return (((word >> ((column & 7) * 8)) & 0xFF) ^ 0x80) - 0x80
+
+
+def _set_byte(words: torch.Tensor, column: torch.Tensor, old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """``words`` with byte ``column`` of each row changed from ``old`` to ``new``, by an XOR (no carry
+    can cross into a neighbouring byte, as an addition to the word could)."""
+    change = ((old ^ new) & 0xFF) << ((column & 7) * 8)
+    word = torch.arange(WORDS, device=words.device)
+    return words ^ torch.where(word == (column >> 3).unsqueeze(1), change.unsqueeze(1), 0)
+
+
+def _children(lines, moves, line, first_child, die, ordered, blots, popcount, kth_bit,
+              step: int) -> torch.Tensor:
+    """The child lines ``int64[M, WORDS]``: child i plays the k-th legal move of line ``line[i]``,
+    where k counts from the line's first child ``first_child[line[i]]`` (children come out in their
+    parents' order, sources ascending)."""
+    k = torch.arange(line.shape[0], device=line.device) - first_child.index_select(0, line)
+    mask = moves.index_select(0, line)
+    # The k-th set bit: in the low chunk of the mask if it has more than k bits, else in the high one.
+    low = mask & _CHUNK_MASK
+    low_count = popcount.index_select(0, low)
+    in_low = k < low_count
+    chunk = torch.where(in_low, low, mask >> _CHUNK_BITS)
+    k = torch.where(in_low, k, k - low_count)
+    src = kth_bit.index_select(0, chunk * _CHUNK_BITS + k).long() + torch.where(in_low, 0, _CHUNK_BITS)
+
+    words = lines.index_select(0, line)
+    child_die = die.index_select(0, line)
     # The bar and the hand both enter as from "point 25".
     from_point = src.clamp(max=MOVER_BAR)
     target = from_point - child_die
     bears_off = target < 1
-
-    # Gathers and scatters on the flat byte view use index_select and scatter_: several times
-    # faster than advanced indexing on the CPU (measured with torch 2.13).
-    at_source = base + src
-    left = flat.index_select(0, at_source) - 1
-    flat.scatter_(0, at_source, left)
+    on_source = _byte(words, src)
+    left = on_source - 1
+    words = _set_byte(words, src, on_source, left)
     # Bearing off "lands" on the source byte and rewrites it unchanged.
-    at_target = torch.where(bears_off, at_source, base + target)
-    before = flat.index_select(0, at_target)
+    landing = torch.where(bears_off, src, target)
+    before = _byte(words, landing)
     # Landing on a single opposing checker hits it: it goes to the opponent's bar.
     hit = before == -1
-    after = torch.where(hit, 1, before + ~bears_off)
-    flat.scatter_(0, at_target, after.to(torch.int8))
-    at_bar = base.index_select(0, hit.nonzero().squeeze(1)) + OPPONENT_BAR
-    flat.scatter_(0, at_bar, flat.index_select(0, at_bar) - 1)
+    words = _set_byte(words, landing, before, torch.where(hit, 1, before + (~bears_off).long()))
+    opponent_bar = torch.full_like(src, OPPONENT_BAR)
+    on_bar = _byte(words, opponent_bar)
+    words = _set_byte(words, opponent_bar, on_bar, on_bar - hit.long())
     if step == 3:
         # The fourth move of a double is the last: nothing reads the occupied bits or the rank again.
-        return children
+        return words
 
-    metadata = children[:, BOARD_WORDS]
+    metadata = words[:, BOARD_WORDS]
     # The source's bit goes when its last checker left; the target's is set unless it bore off.
     occupied = (metadata >> _OCCUPIED_SHIFT) ^ ((left == 0).long() << src)
     occupied |= (~bears_off).long() << target.clamp(min=0)
     keep = metadata & ((1 << _RANK_SHIFT) - 1)  # parent and dice
+    line_ordered = ordered.index_select(0, line)
     if step >= 2:
         rank = from_point  # only doubles play a third move
     else:
-        rank = torch.where(
-            ordered.index_select(0, row),
-            from_point,
-            torch.where(src >= MOVER_BAR, _ANY_SOURCE, target.clamp(min=0)),
-        )
+        rank = torch.where(line_ordered, from_point, torch.where(src >= MOVER_BAR, _ANY_SOURCE, target.clamp(min=0)))
     if blots is not None:
         # Dutch: the move that brings the first checker home allows hits, so a later move (a higher
         # checker's with doubles, or the high die's in the low-die-first order) can need it first:
         # after it, any source may follow.
-        arrives = (blots.index_select(0, row) != 0) & (target >= 1) & (target <= 6)
-        rank = torch.where(arrives, torch.where(ordered.index_select(0, row), MOVER_BAR, _ANY_SOURCE), rank)
-    children[:, BOARD_WORDS] = keep | (rank << _RANK_SHIFT) | (occupied << _OCCUPIED_SHIFT)
-    return children
+        arrives = (blots.index_select(0, line) != 0) & (target >= 1) & (target <= 6)
+        rank = torch.where(arrives, torch.where(line_ordered, MOVER_BAR, _ANY_SOURCE), rank)
+    metadata = keep | (rank << _RANK_SHIFT) | (occupied << _OCCUPIED_SHIFT)
+    word = torch.arange(WORDS, device=words.device)
+    return torch.where(word == BOARD_WORDS, metadata.unsqueeze(1), words)
+
+
+def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor, open_points: torch.Tensor,
+                  blots: torch.Tensor | None, rules: Rules, step: int) -> torch.Tensor:
+    """Every legal single checker move of every line (the arguments: ``_move_masks``)."""
+    tables, device = _tables(lines.device), lines.device
+    moves, count = kernels.call(
+        _move_masks, lines[:, BOARD_WORDS], die, ordered, open_points, blots, tables.highest, tables.popcount,
+        min(step, 2), rules.hand_enters_first, rows=lines.shape[0], device=device,
+    )
+    line = torch.repeat_interleave(count)
+    first_child = torch.cumsum(count, 0) - count
+    return kernels.call(
+        _children, lines, moves, line, first_child, die, ordered, blots, tables.popcount, tables.kth_bit, step,
+        rows=line.shape[0], device=device,
+    )
 
 
 # The dice-usage rule, in one place. From the rules of backgammon:
@@ -446,8 +466,7 @@ def _legal_words(
     batch = board.shape[0]
     high, low = dice.max(1).values, dice.min(1).values
     double = high == low
-    position = torch.arange(batch, device=device)
-    _, source_bit, _ = _tables(device)
+    source_bit = _tables(device).source_bit
     occupied = torch.where(board[:, 1 : SOURCES + 1] > 0, source_bit, 0).sum(1)
     open_points = torch.where(board[:, 1:25] >= -1, source_bit[:24], 0).sum(1)
     blots = None
@@ -459,26 +478,31 @@ def _legal_words(
     packed = torch.zeros(batch, PACKED_WIDTH, dtype=torch.int8, device=device)
     packed[:, :BOARD_WIDTH] = board
     packed = packed.view(torch.int64)
-    # One line per order of the dice: (high, low) for every position, (low, high) for non-doubles.
-    # Playing one die can enable the other (entering from the bar, or bringing the last checker
-    # home so that bearing off becomes legal), so both orders are needed.
-    second_order = position[~double]
-    parent = torch.cat([position, second_order])
+    # One line per order of the dice: (high, low) for every position, then (low, high) for a
+    # non-double. Playing one die can enable the other (entering from the bar, or bringing the last
+    # checker home so that bearing off becomes legal), so both orders are needed. Lines stay in
+    # position order from here on (children follow their parents), so the gathers of the
+    # deduplication read memory almost in order.
+    parent = torch.repeat_interleave(2 - double.long())
+    low_first = torch.zeros_like(parent, dtype=torch.bool)
+    low_first[1:] = parent[1:] == parent[:-1]
     lines = packed.index_select(0, parent)
-    first = torch.cat([high, low[second_order]])
-    second = torch.cat([low, high[second_order]])
-    lines[:, BOARD_WORDS] = _metadata(parent, first, second, torch.full_like(parent, MOVER_BAR), occupied[parent])
+    high, low = high.index_select(0, parent), low.index_select(0, parent)
+    first = torch.where(low_first, low, high)
+    second = torch.where(low_first, high, low)
+    lines[:, BOARD_WORDS] = _metadata(parent, first, second, torch.full_like(parent, MOVER_BAR), occupied.index_select(0, parent))
 
     levels = [lines]
     for step in range(4):
         if step >= 2:  # only doubles play a third and a fourth die
-            lines = _rows(lines, double[_parent(lines)])
+            lines = _rows(lines, double.index_select(0, _parent(lines)))
         if lines.shape[0] == 0:
             break
         parent = _parent(lines)
         die = _field(lines, _FIRST_DIE_SHIFT if step == 0 else _SECOND_DIE_SHIFT, 3)
-        line_blots = None if blots is None else blots[parent]
-        lines = _single_moves(lines, die, double[parent], open_points[parent], line_blots, rules, step)
+        line_blots = None if blots is None else blots.index_select(0, parent)
+        ordered, line_open_points = double.index_select(0, parent), open_points.index_select(0, parent)
+        lines = _single_moves(lines, die, ordered, line_open_points, line_blots, rules, step)
         if lines.shape[0] == 0:
             break
         levels.append(lines)

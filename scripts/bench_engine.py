@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from engine import kernels
 from engine.dice import RandomDice
 from engine.game import new_games, play, restart_finished
 from engine.movegen import legal_afterstates
@@ -130,8 +131,12 @@ def main() -> None:
     batches = [int(b) for b in args.batches.split(",")] if args.batches else (
         [1, 64, 1024, 8192] + ([32768, 131072] if device.type == "cuda" else [])
     )
+    # Sampling plays hundreds of untimed batched turns, so the engine's kernels are hot (compiled on
+    # the CPU, engine.kernels) before anything is timed.
     boards, dice = sample_positions(max(batches), seed=2024, device=device)
-    report = {"device": str(device), "threads": torch.get_num_threads(), "torch": torch.__version__}
+    report = {"device": str(device), "threads": torch.get_num_threads(), "torch": torch.__version__,
+              "compile": kernels.describe()}
+    print(f"{device}, {report['threads']} threads, torch {torch.__version__}, engine kernels: {report['compile']}")
 
     print(f"legal-move generation ({device}, median of {args.repeats}):")
     report["movegen"] = []

@@ -19,6 +19,7 @@ import torch
 
 from bgtrain.config import load_config
 from bgtrain.train import Run, selfplay_turn
+from engine import kernels
 from engine.game import new_games, play
 
 
@@ -63,7 +64,8 @@ def main() -> None:
     run = Run(config)
     with_learning(run, args.warmup)  # past the long first games of an untrained network
     print(f"{config.model.encoder} {list(config.model.hidden)}, {config.selfplay.games_in_parallel} games in lock step, "
-          f"{config.run.device}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+          f"{config.run.device}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+          f"engine kernels: {kernels.describe()}")
     learning = [with_learning(run, args.seconds) for _ in range(args.repeats)]
     alone = [selfplay_only(run, args.seconds) for _ in range(args.repeats)]
     print(f"self-play only:      {statistics.median(alone):>9,.0f} games/s (runs: {', '.join(f'{x:,.0f}' for x in alone)})")

@@ -1,9 +1,12 @@
-"""Random valid positions for tests, built batched."""
+"""Random valid positions for tests, built batched; the engine's compile mode for a block."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
+from engine import kernels
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND
 from engine.rules import STANDARD, Rules
 
@@ -59,3 +62,14 @@ def random_boards(
     board[:, MOVER_IN_HAND] = mover[:, 26]
     board[:, OPPONENT_IN_HAND] = -opponent[:, 26]
     return board.to(torch.int8)
+
+
+@contextmanager
+def compile_mode(mode: str):
+    """Run the block with ``engine.kernels`` in ``mode`` ("always" compiles every large call, "never"
+    runs op by op), so a test can check both paths whatever the environment says."""
+    previous = kernels.set_mode(mode)
+    try:
+        yield
+    finally:
+        kernels.set_mode(previous)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import random_boards
+from helpers import compile_mode, random_boards
 
 from engine.movegen import legal_afterstates
 from engine.random_play import sample_positions
@@ -25,13 +25,19 @@ def batched_sets(boards: torch.Tensor, roll: tuple[int, int]) -> list[set[tuple[
 
 
 def assert_same_as_reference(boards: torch.Tensor) -> None:
+    """Both paths of the batched generator (compiled kernels and op by op, ``engine.kernels``) give
+    the reference's afterstates. The batches here are large enough to be compiled."""
     board_list = boards.cpu().tolist()
     mismatches = []
     for roll in ALL_ROLLS:
-        for board, found in zip(board_list, batched_sets(boards, roll)):
+        with compile_mode("always"):
+            compiled = batched_sets(boards, roll)
+        with compile_mode("never"):
+            op_by_op = batched_sets(boards, roll)
+        for board, found, found_op_by_op in zip(board_list, compiled, op_by_op):
             expected = reference_afterstates(board, roll)
-            if found != expected:
-                mismatches.append((board, roll, len(expected), len(found)))
+            if found != expected or found_op_by_op != expected:
+                mismatches.append((board, roll, len(expected), len(found), len(found_op_by_op)))
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:3]}"
 
 
@@ -62,16 +68,32 @@ def test_cuda_matches_reference():
     assert_same_as_reference(boards.cuda())
 
 
-def test_set_bit_paths_agree():
-    """The CPU peels set bits; a GPU uses one mask ``nonzero``. Both must list the same (line, bit)
-    pairs, so the GPU path is checked here on the CPU, including lines with no bit set."""
-    from engine.movegen import _set_bits, _set_bits_by_mask
+def test_every_source_of_a_line_is_expanded():
+    """The k-th set bit of a move mask is looked up in two 14-bit halves (``_children``): a line
+    whose mask has bits in both halves, up to all 26 sources, must get one child per bit, each
+    moving from its own source."""
+    from engine import kernels
+    from engine.movegen import _children, _tables
 
+    tables = _tables(torch.device("cpu"))
     generator = torch.Generator().manual_seed(3)
     moves = torch.randint(0, 1 << 27, (2000,), generator=generator) & ~1
     moves[::7] = 0
     moves[5] = ((1 << 27) - 1) & ~1  # all 26 sources
-    peeled = sorted(zip(*(t.tolist() for t in _set_bits(moves))))
-    masked = sorted(zip(*(t.tolist() for t in _set_bits_by_mask(moves))))
-    assert peeled == masked
-    assert len(peeled) == sum(m.bit_count() for m in moves.tolist())
+    count = torch.tensor([m.bit_count() for m in moves.tolist()])
+    line = torch.repeat_interleave(count)
+    # Five checkers on every source (points, bar, hand): a move leaves four on its source.
+    lines = torch.zeros(2000, 40, dtype=torch.int8)
+    lines[:, 1:27] = 5
+    lines = lines.view(torch.int64)
+    die = torch.full((2000,), 1)
+    ordered = torch.zeros(2000, dtype=torch.bool)
+    expected = [(i, bit) for i, m in enumerate(moves.tolist()) for bit in range(1, 27) if m >> bit & 1]
+    for mode in ("always", "never"):
+        with compile_mode(mode):
+            children = kernels.call(
+                _children, lines, moves, line, torch.cumsum(count, 0) - count, die, ordered, None,
+                tables.popcount, tables.kth_bit, 3, rows=line.shape[0], device=line.device,
+            )
+        source = (children.view(torch.int8)[:, :27] == 4).int().argmax(1)
+        assert list(zip(line.tolist(), source.tolist())) == expected, mode

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from helpers import random_boards
+from helpers import compile_mode, random_boards
 from test_rules_golden import board_from_drawing, moved
 
 from bgtrain.cli import main
@@ -466,6 +466,34 @@ def random_play_positions(
 
 
 NOT_ACEY_DEUCEY = [name for name, rules in VARIANTS.items() if not rules.acey_deucey]
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_compiled_kernels_match_op_by_op(name):
+    """The tests against the reference use batches too small to be compiled (``engine.kernels``);
+    here every variant's compiled move generation must equal the op-by-op one exactly, on batches
+    large enough to compile, for every roll (acey-deucey 1-2 continuations included)."""
+    rules = get_rules(name)
+    reached, _ = random_play_positions(rules, 300, seed=31)
+    boards = torch.cat([random_boards(300, seed=30, rules=rules, in_hand=True), reached])
+    if name == "dutch":
+        boards = torch.cat([boards, dutch_boards_without_a_checker_home(300, seed=32)])
+    rolls = ALL_ROLLS
+    if rules.acey_deucey:
+        # A 1-2 goes on with six doubles: on a few positions only, or the test takes minutes.
+        rolls = [roll for roll in ALL_ROLLS if roll != (2, 1)]
+    dice = torch.tensor(rolls, dtype=torch.int8).repeat_interleave(boards.shape[0], 0)
+    boards = boards.repeat(len(rolls), 1)
+    if rules.acey_deucey:
+        dice = torch.cat([dice, torch.tensor([[2, 1]], dtype=torch.int8).expand(12, 2)])
+        boards = torch.cat([boards, reached[:12]])
+    results = []
+    for mode in ("always", "never"):
+        with compile_mode(mode):
+            afterstates = legal_afterstates(boards, dice, rules)
+        results.append((afterstates.boards, afterstates.position, afterstates.dice_used, afterstates.extra_roll))
+    for compiled, op_by_op in zip(*results):
+        assert torch.equal(compiled, op_by_op)
 
 
 @pytest.mark.parametrize("name", NOT_ACEY_DEUCEY)
