@@ -244,6 +244,22 @@ def _unit_table(encoder: Encoder, rules: Rules, device: torch.device) -> tuple[t
 
 
 @functools.cache
+def _seen_unit_table(
+    encoder: Encoder, rules: Rules, device: torch.device, flipped: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``encoder.unit_table``, or with ``flipped`` the table that evaluates ``flip_board(board)`` from
+    ``board``'s own indices. Cached: the training loop rebuilds its first-layer tables every turn."""
+    units, constant = encoder.unit_table(rules, device)
+    if flipped:
+        # The flipped board holds -board[P[i]] in column i (P = FLIP_PERMUTATION, an involution), so
+        # column j's count v of the board we are given reads the rows of column P[j] at count -v.
+        column = torch.tensor(FLIP_PERMUTATION, device=device).repeat_interleave(COUNT_VALUES)
+        count = torch.arange(COUNT_VALUES, device=device).repeat(BOARD_WIDTH)
+        units = units[column * COUNT_VALUES + (COUNT_VALUES - 1 - count)]
+    return units, constant
+
+
+@functools.cache
 def _point_unit_table(device: torch.device) -> torch.Tensor:
     """``float32[31, 4]``: TD-Gammon's four units of a point holding ``row - 15`` of a side's checkers
     (no units for a negative count, the other side's): [>= 1, >= 2, >= 3, (n - 3) / 2 beyond 3].
@@ -399,15 +415,8 @@ class FirstLayerTable:
         if linear.in_features != encoder.size:
             raise ValueError(f"{encoder!r} gives {encoder.size} units, the layer takes {linear.in_features}")
         weight = linear.weight
-        units, constant = encoder.unit_table(rules, weight.device)
+        units, constant = _seen_unit_table(encoder, rules, weight.device, flipped)
         self.flipped = flipped
-        if flipped:
-            # Evaluate flip_board(board) without building it: the flipped board holds -board[P[i]] in
-            # column i (P = FLIP_PERMUTATION, an involution), so column j's count v of the board we
-            # are given reads the rows of column P[j] at count -v.
-            column = torch.tensor(FLIP_PERMUTATION, device=weight.device).repeat_interleave(COUNT_VALUES)
-            count = torch.arange(COUNT_VALUES, device=weight.device).repeat(BOARD_WIDTH)
-            units = units[column * COUNT_VALUES + (COUNT_VALUES - 1 - count)]
         separable_weight = weight[:, : encoder.separable_size].t()
         self.encoder = encoder
         self.rules = rules

@@ -325,15 +325,17 @@ class Run:
             order = torch.randperm(size, generator=self.explore, device=self.device)
             for start in range(0, size, minibatch):
                 index = order[start : start + minibatch]
-                predicted = self.network.forward_encoded(encoded[index])
-                loss = self.loss(predicted, target[index])
+                # index_select: several times faster than advanced indexing for these row gathers.
+                wanted = target.index_select(0, index)
+                predicted = self.network.forward_encoded(encoded.index_select(0, index))
+                loss = self.loss(predicted, wanted)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 if train.gradient_clip:
                     torch.nn.utils.clip_grad_norm_(self.network.parameters(), train.gradient_clip)
                 self.optimizer.step()
                 total_loss += float(loss.detach())
-                total_error += float((predicted.detach() - target[index]).abs().mean())
+                total_error += float((predicted.detach() - wanted).abs().mean())
                 steps += 1
         self.updates += 1
         self.network.eval()
