@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 # name -> module in bgtrain.commands with add_arguments(parser) and run(args) -> int
@@ -48,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bgtrain train: error: {error}", file=sys.stderr)
             return 2
     args = build_parser().parse_args(argv)
+    # The engine says when it stops to compile its kernels (a pause of seconds in a long run).
+    kernel_log = logging.getLogger("engine.kernels")
+    if not kernel_log.handlers:
+        kernel_log.addHandler(logging.StreamHandler(sys.stderr))
+        kernel_log.setLevel(logging.INFO)
     try:
         return args.run(args) or 0
     except (UserError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as error:

@@ -22,6 +22,7 @@ says so once and every later call runs op by op.
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections import Counter
@@ -37,6 +38,7 @@ HOT_CALLS = 20  # large calls of one kernel before "auto" compiles it
 # step, the variant's rules); dynamo's default limit of 8 would send the rest back to op-by-op runs.
 RECOMPILE_LIMIT = 64
 
+_log = logging.getLogger(__name__)  # the command line shows its INFO lines
 _compiled: dict[Callable, Callable] = {}
 _large_calls: Counter = Counter()
 _failed = False
@@ -87,6 +89,7 @@ def call(kernel: Callable, *args, rows: int, device: torch.device):
 def _compile(kernel: Callable) -> Callable:
     import torch._dynamo  # about 1 s to import: only once something is worth compiling
 
+    _log.info("engine: compiling %s with torch.compile (seconds, once per process; cached on disk)", kernel.__name__)
     dynamo_config = torch._dynamo.config
     dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, RECOMPILE_LIMIT)
     return torch.compile(kernel, dynamic=True)
