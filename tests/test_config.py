@@ -24,11 +24,11 @@ def test_shipped_configs_load_and_round_trip(name: str, tmp_path: Path) -> None:
 def test_default_values() -> None:
     config = load_config(CONFIGS / "default.toml")
     assert config.model.encoder == "tesauro198" and config.model.hidden == (80,)
-    assert config.selfplay.games_in_parallel == 2048 and config.train.minibatch_size == 512
+    assert config.selfplay.games_in_parallel == 4096 and config.train.minibatch_size == 512
     assert config.train.td_lambda == 0.7 and config.train.method == "lambda_return"
     assert config.evaluation.opponent == "pubeval" and config.evaluation.games == 2000
     assert config.run_dir == Path("runs/default")
-    assert config.states_per_update == 2048 * config.train.update_every_turns
+    assert config.states_per_update == 4096 * config.train.update_every_turns
     quick = load_config(CONFIGS / "quick.toml")
     assert quick.train.total_games < config.train.total_games
     assert quick.train.td_lambda == 0.7  # omitted keys take the defaults
