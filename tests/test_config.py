@@ -11,7 +11,7 @@ from bgtrain.config import Config, config_from_dict, config_to_dict, load_config
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 
-@pytest.mark.parametrize("name", ["default", "quick"])
+@pytest.mark.parametrize("name", sorted(path.stem for path in CONFIGS.glob("*.toml")))
 def test_shipped_configs_load_and_round_trip(name: str, tmp_path: Path) -> None:
     config = load_config(CONFIGS / f"{name}.toml")
     assert config.run.name == name
