@@ -63,6 +63,11 @@ def set_mode(mode: str) -> str:
     return previous
 
 
+def compile_failed() -> bool:
+    """Whether compiling failed in this process (every kernel then runs op by op)."""
+    return _failed
+
+
 def describe() -> str:
     """The mode and what has been compiled so far, for benchmark reports."""
     state = "compiling failed, op by op" if _failed else f"{len(_compiled)} kernels compiled"
@@ -89,7 +94,8 @@ def call(kernel: Callable, *args, rows: int, device: torch.device):
 def _compile(kernel: Callable) -> Callable:
     import torch._dynamo  # about 1 s to import: only once something is worth compiling
 
-    _log.info("engine: compiling %s with torch.compile (seconds, once per process; cached on disk)", kernel.__name__)
+    _log.info("engine: compiling %s with torch.compile (seconds, once per process; cached on disk)",
+              kernel.__name__)
     dynamo_config = torch._dynamo.config
     dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, RECOMPILE_LIMIT)
     return torch.compile(kernel, dynamic=True)

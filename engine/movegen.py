@@ -155,7 +155,7 @@ class _Tables:
         source = torch.arange(1, SOURCES + 1, device=device)
         self.source_bit = torch.ones_like(source) << source  # bit s for s in 1..26
         # The highest set bit of every 7-bit home mask (0 when none).
-        self.highest = torch.tensor([mask.bit_length() - 1 if mask else 0 for mask in range(128)], device=device)
+        self.highest = torch.tensor([max(mask.bit_length() - 1, 0) for mask in range(128)], device=device)
         # For every _CHUNK_BITS-bit mask: how many bits are set, and the k-th lowest set bit at
         # [mask * _CHUNK_BITS + k].
         masks = range(1 << _CHUNK_BITS)
@@ -221,7 +221,9 @@ def _move_masks(metadata, die, ordered, open_points, blots, highest, popcount, s
     # Checkers on the bar must all enter before any other checker moves; checkers in hand likewise
     # (after the bar), unless ``Rules.hand_enters_first`` is off (acey-deucey: "entered checkers may
     # move before all are in").
-    waiting = torch.where((occupied & _HAND_BIT) != 0, moves & _HAND_BIT, moves) if hand_enters_first else moves
+    waiting = moves
+    if hand_enters_first:
+        waiting = torch.where((occupied & _HAND_BIT) != 0, moves & _HAND_BIT, moves)
     moves = torch.where((occupied & _BAR_BIT) != 0, moves & _BAR_BIT, waiting)
     if step > 0:
         rank = (metadata >> _RANK_SHIFT) & 31
@@ -250,7 +252,8 @@ def _byte(words: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
     return (((word >> ((column & 7) * 8)) & 0xFF) ^ 0x80) - 0x80
 
 
-def _set_byte(words: torch.Tensor, column: torch.Tensor, old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+def _set_byte(words: torch.Tensor, column: torch.Tensor, old: torch.Tensor,
+              new: torch.Tensor) -> torch.Tensor:
     """``words`` with byte ``column`` of each row changed from ``old`` to ``new``, by an XOR (no carry
     can cross into a neighbouring byte, as an addition to the word could)."""
     change = ((old ^ new) & 0xFF) << ((column & 7) * 8)
@@ -304,7 +307,8 @@ def _children(lines, moves, line, first_child, die, ordered, blots, popcount, kt
     if step >= 2:
         rank = from_point  # only doubles play a third move
     else:
-        rank = torch.where(line_ordered, from_point, torch.where(src >= MOVER_BAR, _ANY_SOURCE, target.clamp(min=0)))
+        first_rank = torch.where(src >= MOVER_BAR, _ANY_SOURCE, target.clamp(min=0))
+        rank = torch.where(line_ordered, from_point, first_rank)
     if blots is not None:
         # Dutch: the move that brings the first checker home allows hits, so a later move (a higher
         # checker's with doubles, or the high die's in the low-die-first order) can need it first:
@@ -327,7 +331,8 @@ def _single_moves(lines: torch.Tensor, die: torch.Tensor, ordered: torch.Tensor,
     line = torch.repeat_interleave(count)
     first_child = torch.cumsum(count, 0) - count
     return kernels.call(
-        _children, lines, moves, line, first_child, die, ordered, blots, tables.popcount, tables.kth_bit, step,
+        _children, lines, moves, line, first_child, die, ordered, blots, tables.popcount, tables.kth_bit,
+        step,
         rows=line.shape[0], device=device,
     )
 
@@ -490,7 +495,9 @@ def _legal_words(
     high, low = high.index_select(0, parent), low.index_select(0, parent)
     first = torch.where(low_first, low, high)
     second = torch.where(low_first, high, low)
-    lines[:, BOARD_WORDS] = _metadata(parent, first, second, torch.full_like(parent, MOVER_BAR), occupied.index_select(0, parent))
+    lines[:, BOARD_WORDS] = _metadata(
+        parent, first, second, torch.full_like(parent, MOVER_BAR), occupied.index_select(0, parent)
+    )
 
     levels = [lines]
     for step in range(4):

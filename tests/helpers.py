@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import pytest
 import torch
 
 from engine import kernels
@@ -73,3 +74,6 @@ def compile_mode(mode: str):
         yield
     finally:
         kernels.set_mode(previous)
+    if mode == "always" and kernels.compile_failed():
+        # Without a working compiler the "compiled" results were op by op: nothing was checked.
+        pytest.skip("torch.compile does not work here, so the compiled kernels cannot be tested")
