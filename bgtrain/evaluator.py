@@ -57,7 +57,7 @@ from typing import Protocol
 
 import torch
 
-from bgtrain.agents import argmax_per_position
+from bgtrain.arena.agents import argmax_per_position
 from bgtrain.bearoff import ALL_ROLLS, BearoffDatabase, load_bearoff_database
 from bgtrain.checkpoint import check_variant, load_network, trained_variant
 from bgtrain.outcomes import NUM_OUTCOMES, clamp_outcomes, cubeless_equity, flip_outcomes, terminal_outcomes
@@ -168,7 +168,7 @@ class Evaluator:
         export (``.onnx``, through onnxruntime), for the variant it was trained on (``rules``, when
         given, must be that one)."""
         if Path(path).suffix.lower() == ".onnx":
-            from bgtrain.onnx_model import OnnxValueModel
+            from bgtrain.export.onnx_reader import OnnxValueModel
 
             model = OnnxValueModel(path, device)
             if rules is not None and rules != model.rules:
@@ -265,7 +265,7 @@ class Evaluator:
         return close & (rank < self.move_filter.keep)
 
     def agent(self, ply: int = 0, name: str | None = None) -> SearchAgent:
-        """An ``bgtrain.agents.Agent`` that plays this evaluator's move choice at ``ply``."""
+        """An ``bgtrain.arena.agents.Agent`` that plays this evaluator's move choice at ``ply``."""
         return SearchAgent(self, ply, name)
 
     # --- 0-ply -----------------------------------------------------------------------------------
@@ -410,7 +410,7 @@ class Evaluator:
 
 
 class SearchAgent:
-    """An ``Agent`` (``bgtrain.agents``) that plays an evaluator's move choice at a fixed ply."""
+    """An ``Agent`` (``bgtrain.arena.agents``) that plays an evaluator's move choice at a fixed ply."""
 
     def __init__(self, evaluator: Evaluator, ply: int, name: str | None = None) -> None:
         self.evaluator = evaluator

@@ -52,8 +52,8 @@ from typing import Any
 import torch
 from torch.func import functional_call, jacrev, vmap
 
-from bgtrain.agents import GreedyValueAgent, PubevalAgent, RandomAgent, argmax_per_position
-from bgtrain.benchmark import MatchResult, play_match
+from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent, argmax_per_position
+from bgtrain.arena.duel import DuelResult, play_duel
 from bgtrain.checkpoint import load_checkpoint, network_from_checkpoint, save_checkpoint
 from bgtrain.config import Config, config_from_dict, config_to_dict, to_toml_text
 from bgtrain.network import ValueNetwork
@@ -398,18 +398,18 @@ class Run:
 
 
 def evaluate_strength(network: ValueNetwork, config: Config, rules: Rules, opponent_network=None) -> dict[str, Any]:
-    """The benchmark matches of the periodic strength check (``bgtrain.benchmark``)."""
+    """The benchmark matches of the periodic strength check (``bgtrain.arena.duel``)."""
     evaluation = config.evaluation
     device = next(network.parameters()).device
     frozen = copy.deepcopy(network).eval()
     agent = GreedyValueAgent.from_network(frozen, "model", rules)
     opponent = PubevalAgent(rules) if evaluation.opponent == "pubeval" else RandomAgent(evaluation.seed, device)
-    results: dict[str, MatchResult] = {
-        evaluation.opponent: play_match(agent, opponent, evaluation.games, evaluation.seed, rules, device)
+    results: dict[str, DuelResult] = {
+        evaluation.opponent: play_duel(agent, opponent, evaluation.games, evaluation.seed, rules, device)
     }
     if opponent_network is not None:
         previous = GreedyValueAgent.from_network(opponent_network, "previous", rules)
-        results["previous"] = play_match(agent, previous, evaluation.games, evaluation.seed + 1, rules, device)
+        results["previous"] = play_duel(agent, previous, evaluation.games, evaluation.seed + 1, rules, device)
     return {name: result.as_dict() for name, result in results.items()}
 
 

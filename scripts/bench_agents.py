@@ -1,4 +1,4 @@
-"""Throughput and calibration of the benchmark harness (``bgtrain.benchmark``).
+"""Throughput and calibration of the benchmark harness (``bgtrain.arena.duel``).
 
     python scripts/bench_agents.py --checkpoint PATH [--games 20000] [--runs 3] [--threads 1]
                                    [--calibration-games 4000] [--no-calibration] [--json FILE]
@@ -27,8 +27,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bgtrain.agent_specs import make_agent
-from bgtrain.benchmark import play_match
+from bgtrain.arena.duel import play_duel
+from bgtrain.arena.specs import make_agent
 from engine.rules import STANDARD
 
 CALIBRATION = {("pubeval", "random"): 2.5, ("gnubg:0ply", "pubeval"): 0.63}
@@ -38,7 +38,7 @@ def timed_match(spec_a: str, spec_b: str, games: int, seed: int, device: str, ba
     agent_a = make_agent(spec_a, STANDARD, device, seed)
     agent_b = make_agent(spec_b, STANDARD, device, seed + 1)
     start_wall, start_cpu = time.perf_counter(), time.process_time()
-    result = play_match(agent_a, agent_b, games, seed, STANDARD, device, batch_pairs)
+    result = play_duel(agent_a, agent_b, games, seed, STANDARD, device, batch_pairs)
     return result, time.perf_counter() - start_wall, time.process_time() - start_cpu
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.benchmark import play_match
+from bgtrain.arena.duel import play_duel
 from bgtrain.checkpoint import load_network
 from bgtrain.evaluator import Evaluator, MoveFilter
 from bgtrain.network import ValueNetwork
@@ -157,7 +157,7 @@ def main() -> None:
         zero = evaluator.agent(0, "0-ply")
         for ply in range(1, args.max_ply + 1):
             start = time.perf_counter()
-            result = play_match(evaluator.agent(ply, f"{ply}-ply"), zero, args.games, seed=args.seed)
+            result = play_duel(evaluator.agent(ply, f"{ply}-ply"), zero, args.games, seed=args.seed)
             seconds = time.perf_counter() - start
             report["strength"].append({**result.as_dict(), "seconds": seconds})
             print(f"strength: {result.summary()} [{seconds:.0f} s]")

@@ -47,8 +47,8 @@ from bgtrain.cube import (
     action_label,
     cube_decision,
 )
-from bgtrain.met import default_met
-from bgtrain.position_kinds import position_kinds
+from bgtrain.cube.efficiency import position_kinds
+from bgtrain.cube.met import default_met
 from engine.board import pip_counts
 from engine.match_id import MatchState, encode_match_id
 from engine.position_id import encode_position_id

@@ -22,8 +22,8 @@ import torch
 from bgtrain.checkpoint import save_checkpoint
 from bgtrain.config import Config, config_to_dict
 from bgtrain.export import export_checkpoint
+from bgtrain.export.onnx_reader import load_value_model
 from bgtrain.network import ValueNetwork
-from bgtrain.onnx_model import load_value_model
 from engine.board import flip_board
 from engine.rules import STANDARD
 

@@ -1,4 +1,4 @@
-"""Agents named on the command line (``bgtrain.agent_specs.make_agent``)."""
+"""Agents named on the command line (``bgtrain.arena.specs.make_agent``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from bgtrain.agent_specs import SPEC_FORMS, make_agent
-from bgtrain.agents import GreedyValueAgent, PubevalAgent, RandomAgent
+from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent
+from bgtrain.arena.specs import SPEC_FORMS, make_agent
 from bgtrain.checkpoint import save_checkpoint
 from bgtrain.config import Config, config_to_dict
 from bgtrain.network import ValueNetwork

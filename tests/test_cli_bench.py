@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from bgtrain.benchmark import MatchResult
+from bgtrain.arena.duel import DuelResult
+from bgtrain.arena.league import fit_ratings
+from bgtrain.arena.matfile import read_mat, replay_game
 from bgtrain.cli import main
-from bgtrain.league import fit_ratings
-from bgtrain.matfile import read_mat, replay_game
 
 
 def test_bench_prints_and_writes_json(tmp_path, capsys):
@@ -119,8 +119,8 @@ def test_cubeful_bench_runs_and_saves_games(flags, mode, tmp_path, capsys):
             replay_game(game)
 
 
-def _match(a: str, b: str, ppg: float, interval: float = 0.05) -> MatchResult:
-    return MatchResult(a, b, 1000, ppg, interval, 0.5, 0.1, 0.0, 0.5, 0.1, 0.0)
+def _match(a: str, b: str, ppg: float, interval: float = 0.05) -> DuelResult:
+    return DuelResult(a, b, 1000, ppg, interval, 0.5, 0.1, 0.0, 0.5, 0.1, 0.0)
 
 
 def test_ratings_recover_consistent_results():

@@ -24,7 +24,7 @@ from bgtrain.cube import (
     initial_cube,
     is_double,
 )
-from bgtrain.met import default_met
+from bgtrain.cube.met import default_met
 from bgtrain.outcomes import cubeless_equity
 
 MONEY = MoneyGame(jacoby=False)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from bgtrain.arena.duel import play_duel
 from bgtrain.bearoff import build_bearoff_database
-from bgtrain.benchmark import play_match
 from bgtrain.checkpoint import save_checkpoint
 from bgtrain.evaluator import Evaluator, MoveFilter, NetworkValue
 from bgtrain.network import ValueNetwork
@@ -239,7 +239,7 @@ def test_gammon_fields_follow_the_clamps(evaluator, positions):
 
 def test_search_agent_plays_a_match():
     evaluator = Evaluator(PipValue())  # racing play: short games
-    result = play_match(evaluator.agent(1), evaluator.agent(0), games=2, seed=3)
+    result = play_duel(evaluator.agent(1), evaluator.agent(0), games=2, seed=3)
     assert result.games == 2 and result.agent_a == "1-ply" and result.agent_b == "0-ply"
 
 

@@ -16,14 +16,10 @@ from bgtrain.checkpoint import save_checkpoint
 from bgtrain.cli import main
 from bgtrain.config import Config, config_to_dict
 from bgtrain.encoding import ENCODERS, Encoder
-from bgtrain.export import (
-    BOARD_LAYOUT,
-    FIRST_LAYERS,
-    GraphEncoder,
-    export_checkpoint,
-)
+from bgtrain.export import BOARD_LAYOUT, FIRST_LAYERS, export_checkpoint
+from bgtrain.export.graph import GraphEncoder
+from bgtrain.export.onnx_reader import OnnxValueModel, load_value_model
 from bgtrain.network import ValueNetwork
-from bgtrain.onnx_model import OnnxValueModel, load_value_model
 from bgtrain.outcomes import cubeless_equity
 from engine.board import flip_board
 from engine.random_play import sample_positions

@@ -8,9 +8,9 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.agents import PubevalAgent
-from bgtrain.benchmark import play_match
-from bgtrain.gnubg_agent import (
+from bgtrain.arena.agents import PubevalAgent
+from bgtrain.arena.duel import play_duel
+from bgtrain.arena.gnubg import (
     GnubgAgent,
     apply_gnubg_move,
     from_gnubg_board,
@@ -99,6 +99,6 @@ def test_best_moves_are_legal_afterstates(ply):
 def test_gnubg_beats_pubeval_in_a_short_match():
     # The calibration figure (about +0.63 points per game over thousands of games) is measured by
     # scripts/bench_agents.py; here only that a match runs and gnubg comes out ahead.
-    result = play_match(GnubgAgent(0), PubevalAgent(), 60, seed=1)
+    result = play_duel(GnubgAgent(0), PubevalAgent(), 60, seed=1)
     assert result.games == 60
     assert result.points_per_game > 0.0

@@ -8,9 +8,9 @@ import itertools
 import pytest
 import torch
 
-from bgtrain.agents import PubevalAgent, RandomAgent
-from bgtrain.benchmark import play_match
-from bgtrain.matfile import (
+from bgtrain.arena.agents import PubevalAgent, RandomAgent
+from bgtrain.arena.duel import play_duel
+from bgtrain.arena.matfile import (
     DOUBLE,
     DROP,
     MOVE,
@@ -33,7 +33,7 @@ from engine.rules import STANDARD
 @pytest.fixture(scope="module")
 def benchmark_games():
     history = []
-    result = play_match(PubevalAgent(), RandomAgent(4), 12, seed=9, history=history)
+    result = play_duel(PubevalAgent(), RandomAgent(4), 12, seed=9, history=history)
     return result, history
 
 

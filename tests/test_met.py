@@ -15,7 +15,7 @@ from bgtrain.cube import (
     match_winning_chance,
     mwc_to_emg,
 )
-from bgtrain.met import MAX_MATCH_LENGTH, default_met, load_met, parse_met
+from bgtrain.cube.met import MAX_MATCH_LENGTH, default_met, load_met, parse_met
 
 # Values copied from bgtrain/data/met/Kazaross-XG2.xml: (away, opponent away) -> MWC.
 PINNED_PRE_CRAWFORD = {

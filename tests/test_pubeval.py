@@ -9,7 +9,7 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.pubeval import is_race, pubeval_inputs, pubeval_scores
+from bgtrain.arena.pubeval import is_race, pubeval_inputs, pubeval_scores
 from engine.board import MOVER_BAR, OPPONENT_BAR
 from engine.rules import STANDARD
 

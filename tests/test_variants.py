@@ -765,7 +765,7 @@ def test_checkers_left_clamp_needs_two_checkers_to_bear_off():
 def test_acey_deucey_greedy_agent_prefers_the_bigger_win():
     """A play that wins now beats one that does not, and the win is valued at the checkers the loser
     has left (all 15 here), not at 1."""
-    from bgtrain.agents import GreedyValueAgent, afterstate_outcomes
+    from bgtrain.arena.agents import GreedyValueAgent, afterstate_outcomes
     from bgtrain.outcomes import cubeless_equity
 
     board = torch.zeros(28, dtype=torch.int8)
@@ -810,7 +810,7 @@ def test_moves_takes_and_reports_checkers_in_hand(capsys):
 def test_evaluator_values_extra_roll_plays_for_the_mover():
     """An acey-deucey play that earns an extra roll leaves the mover on roll: the evaluator's 0-ply
     choice must agree with the greedy agent's, which values those plays for the mover."""
-    from bgtrain.agents import GreedyValueAgent
+    from bgtrain.arena.agents import GreedyValueAgent
     from bgtrain.evaluator import Evaluator
     from bgtrain.network import ValueNetwork
 

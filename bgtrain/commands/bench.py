@@ -4,20 +4,20 @@
                       [--cube] [--match N] [--threads T]
 
 Agents: ``random``, ``pubeval``, ``PATH.pt[:Nply]`` (a checkpoint), ``PATH.onnx[:Nply]`` (an export),
-``gnubg:0ply|1ply|2ply`` (GNU Backgammon, after ``pip install gnubg-nn``); see ``bgtrain.agent_specs``.
+``gnubg:0ply|1ply|2ply`` (GNU Backgammon, after ``pip install gnubg-nn``); see ``bgtrain.arena.specs``.
 
 By default: cubeless money games, gammons and backgammons counted. Every dice sequence is played twice
-with the seats swapped (``bgtrain.benchmark``), so N is rounded up to even and the interval is over
+with the seats swapped (``bgtrain.arena.duel``), so N is rounded up to even and the interval is over
 the N/2 pair means. Printed: A's points per game with its 95% interval, the win, gammon and backgammon
 rates of both sides, and games per second. ``--json FILE`` writes the same as one JSON object.
-``--save-games DIR`` also writes every game as Jellyfish ``.mat`` files (``bgtrain.matfile``) that GNU
+``--save-games DIR`` also writes every game as Jellyfish ``.mat`` files (``bgtrain.arena.matfile``) that GNU
 Backgammon and eXtreme Gammon import (this costs about 20 ms per game): money sessions of 100 games
 per file, or one file per match. Money games count gammons without a cube turn: in GNU Backgammon,
 ``set jacoby off`` before ``import mat``.
 
 ``--cube`` (cubeful money play, no Jacoby rule) and ``--match N`` (N-point matches with the Crawford
 rule; then ``--games`` counts matches) decide cube actions with ``bgtrain.cube`` from each agent's own
-outcome probabilities (``bgtrain.cubeful``); pubeval and random never double and always take. Printed
+outcome probabilities (``bgtrain.arena.cube_duel``); pubeval and random never double and always take. Printed
 then: A's points per game with the cube (money) or share of matches won, each with a 95% interval,
 win and gammon rates, doubles and passes per game.
 """
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.agent_specs import SPEC_FORMS, make_agent
-from bgtrain.benchmark import MatchResult, play_match
+from bgtrain.arena.duel import DuelResult, play_duel
+from bgtrain.arena.specs import SPEC_FORMS, make_agent
 from engine.variants import get_rules
 
 
@@ -69,7 +69,7 @@ def _rate(value: float) -> str:
     return f"{100 * value:5.1f}%"
 
 
-def format_result(result: MatchResult, seconds: float) -> str:
+def format_result(result: DuelResult, seconds: float) -> str:
     width = max(len(result.agent_a), len(result.agent_b), 5)
     lines = [
         (f"{result.agent_a} vs {result.agent_b}: {result.games:,} cubeless money games "
@@ -106,25 +106,25 @@ def format_cubeful(result, seconds: float) -> str:
 
 
 def run_cubeful(args: argparse.Namespace) -> int:
-    """``--cube`` and ``--match N``: cube decisions by ``bgtrain.cube`` (see ``bgtrain.cubeful``);
+    """``--cube`` and ``--match N``: cube decisions by ``bgtrain.cube`` (see ``bgtrain.arena.cube_duel``);
     ``--games`` counts games for money play and matches with ``--match``."""
     try:
-        from bgtrain.cubeful import CubefulRecords, play_cubeful
+        from bgtrain.arena.cube_duel import CubeDuelRecords, play_cube_duel
     except ImportError as error:
         raise ValueError(f"--cube and --match need the cube module, which this bgtrain lacks ({error})") from None
     device = torch.device(args.device)
     rules = get_rules(args.variant)
     agent_a = make_agent(args.agent_a, rules, device, seed=args.seed)
     agent_b = make_agent(args.agent_b, rules, device, seed=args.seed + 1)
-    records = CubefulRecords() if args.save_games else None
+    records = CubeDuelRecords() if args.save_games else None
     match_length = args.match or 0
     start = time.perf_counter()
-    result, raw = play_cubeful(agent_a, agent_b, args.games, args.seed, rules, device, match_length, records)
+    result, raw = play_cube_duel(agent_a, agent_b, args.games, args.seed, rules, device, match_length, records)
     seconds = time.perf_counter() - start
     print(format_cubeful(result, seconds))
     report = _report(f"match_{match_length}" if match_length else "money_cubeful", result, args, device, seconds)
     if records is not None:
-        from bgtrain.matfile import save_cubeful_games
+        from bgtrain.arena.matfile import save_cubeful_games
 
         paths = save_cubeful_games(args.save_games, records, raw["a_seat"], match_length, result.agent_a,
                                    result.agent_b, rules)
@@ -162,12 +162,12 @@ def run(args: argparse.Namespace) -> int:
     agent_b = make_agent(args.agent_b, rules, device, seed=args.seed + 1)
     history = [] if args.save_games else None
     start = time.perf_counter()
-    result = play_match(agent_a, agent_b, args.games, args.seed, rules, device, args.batch_pairs, history)
+    result = play_duel(agent_a, agent_b, args.games, args.seed, rules, device, args.batch_pairs, history)
     seconds = time.perf_counter() - start
     print(format_result(result, seconds))
     report = _report("money_cubeless", result, args, device, seconds)
     if history is not None:
-        from bgtrain.matfile import save_games
+        from bgtrain.arena.matfile import save_games
 
         paths = save_games(args.save_games, history, result.agent_a, result.agent_b, rules)
         report["saved_games"] = [str(path) for path in paths]

@@ -32,9 +32,9 @@ import torch
 
 from bgtrain.commands.moves import parse_dice, parse_hand
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
+from bgtrain.cube.efficiency import cube_efficiency
 from bgtrain.evaluator import Evaluator, HintMove
 from bgtrain.outcomes import cubeless_equity
-from bgtrain.position_kinds import cube_efficiency
 from engine.board import mover_checkers_on_board, opponent_checkers_on_board
 from engine.drawing import draw_board
 from engine.match_id import decode_match_id

@@ -2,7 +2,7 @@
 
     bgtrain league A B C ... --games N [--seed S] [--device D] [--out DIR] [--threads T]
 
-Every pair of agents plays N seat-swapped cubeless money games on the same dice (``bgtrain.league``).
+Every pair of agents plays N seat-swapped cubeless money games on the same dice (``bgtrain.arena.league``).
 Printed: the matrix of points per game (row agent against column agent, ± 95%) and a rating per
 agent (weighted least squares on points per game: the rating difference of two agents predicts their
 points per game; ratings sum to zero). Written to DIR (default ``league``): ``league.json`` with
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.agent_specs import SPEC_FORMS, make_agent
-from bgtrain.league import format_table, play_league, write_json, write_plot
+from bgtrain.arena.league import format_table, play_league, write_json, write_plot
+from bgtrain.arena.specs import SPEC_FORMS, make_agent
 from engine.variants import get_rules
 
 

@@ -6,8 +6,8 @@ Forms of ``spec`` (:data:`SPEC_FORMS`):
 ``pubeval``                  Tesauro's pubeval;
 ``PATH.pt`` / ``PATH.pt:Nply``      a bgtrain checkpoint: 0-ply greedy play on its network by default,
                              N-ply search (``bgtrain.evaluator``, with the bear-off database) with ``:Nply``;
-``PATH.onnx`` / ``PATH.onnx:Nply``  an exported ONNX model (``bgtrain.onnx_model``), the same way;
-``gnubg:0ply|1ply|2ply``     GNU Backgammon's checker play (``bgtrain.gnubg_agent``; ``gnubg`` alone
+``PATH.onnx`` / ``PATH.onnx:Nply``  an exported ONNX model (``bgtrain.export.onnx_reader``), the same way;
+``gnubg:0ply|1ply|2ply``     GNU Backgammon's checker play (``bgtrain.arena.gnubg``; ``gnubg`` alone
                              is 0-ply), when ``pip install gnubg-nn`` has been run.
 
 The agent's ``name`` is the spec as written, so a league table shows what the user typed.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.agents import Agent, GreedyValueAgent, PubevalAgent, RandomAgent
+from bgtrain.arena.agents import Agent, GreedyValueAgent, PubevalAgent, RandomAgent
 from engine.rules import STANDARD, Rules
 
 SPEC_FORMS = (
@@ -58,7 +58,7 @@ def make_agent(
         return PubevalAgent(rules)
     gnubg = _GNUBG.match(text)
     if gnubg:
-        from bgtrain.gnubg_agent import GnubgAgent
+        from bgtrain.arena.gnubg import GnubgAgent
 
         agent = GnubgAgent(int(gnubg.group("ply") or 0), rules)
         agent.name = text
@@ -86,7 +86,7 @@ def _checkpoint_agent(path: Path, ply: int, name: str, rules: Rules, device, bea
 
 def _onnx_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
     try:
-        from bgtrain.onnx_model import load_value_model
+        from bgtrain.export.onnx_reader import load_value_model
     except ImportError:
         raise ValueError(f"agent {name!r}: exported models are not available yet in this bgtrain") from None
     model = load_value_model(path, device)

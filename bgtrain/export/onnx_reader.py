@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from bgtrain.encoding import get_encoder
-from bgtrain.export import FORMAT, FORMAT_VERSION, INSTALL_HINT, OUTCOME_ORDER, rules_named
+from bgtrain.export.format import FORMAT, FORMAT_VERSION, INSTALL_HINT, OUTCOME_ORDER, rules_named
 from bgtrain.network import ValueNetwork
 from engine.board import BOARD_WIDTH, flip_board
 from engine.rules import STANDARD, Rules

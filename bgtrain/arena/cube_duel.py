@@ -1,6 +1,6 @@
 """Cubeful benchmark play: money games with the doubling cube, and matches with the Crawford rule.
 
-Same harness as ``bgtrain.benchmark`` (seat-swapped pairs on mirrored dice, lock-step batches, each
+Same harness as ``bgtrain.arena.duel`` (seat-swapped pairs on mirrored dice, lock-step batches, each
 agent choosing for its whole sub-batch, finished slots dropped), plus a cube phase before each roll:
 
 1. The side to move may double when it has access to the cube (centred or its own), the game is past
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bgtrain.agents import Agent, GreedyValueAgent
-from bgtrain.benchmark import MirroredDice, _LiveDice, choose_moves
+from bgtrain.arena.agents import Agent, GreedyValueAgent
+from bgtrain.arena.duel import MirroredDice, _LiveDice, choose_moves
 from engine.board import flip_board, pip_counts
 from engine.game import new_games, play
 from engine.rules import STANDARD, Rules
@@ -56,8 +56,8 @@ def cube_probabilities(agent: Agent):
 def _efficiency(board: torch.Tensor) -> torch.Tensor:
     """Janowski's cube efficiency per position (``bgtrain.cube.CubeEfficiency``), by kind: contact,
     race, or bear-off (every checker of both sides home)."""
+    from bgtrain.arena.pubeval import is_race
     from bgtrain.cube import DEFAULT_EFFICIENCY, PositionKind
-    from bgtrain.pubeval import is_race
 
     race = is_race(board)
     mover_pips, _ = pip_counts(board)
@@ -69,7 +69,7 @@ def _efficiency(board: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass
-class CubefulRecords:
+class CubeDuelRecords:
     """Per-slot history for match files: cube actions and moves in order, per game."""
 
     games: dict = field(default_factory=dict)  # (slot, game number) -> list of events
@@ -79,7 +79,7 @@ class CubefulRecords:
 
 
 @dataclass(frozen=True)
-class CubefulResult:
+class CubeDuelResult:
     """A's results: money (``match_length`` 0) points per game with the cube, or matches won."""
 
     agent_a: str
@@ -110,7 +110,7 @@ class CubefulResult:
                 f"with the cube over {self.games:,} money games")
 
 
-def play_cubeful(
+def play_cube_duel(
     agent_a: Agent,
     agent_b: Agent,
     units: int,
@@ -118,12 +118,12 @@ def play_cubeful(
     rules: Rules = STANDARD,
     device: torch.device | str = "cpu",
     match_length: int = 0,
-    records: CubefulRecords | None = None,
-) -> tuple[CubefulResult, dict]:
+    records: CubeDuelRecords | None = None,
+) -> tuple[CubeDuelResult, dict]:
     """``units`` (rounded up to even) money games (``match_length`` 0) or matches, in seat-swapped
     pairs; returns the result and raw per-slot figures (``a_seat``, ``points``, ``match_won``)."""
     from bgtrain.cube import MoneyGame, TakeAction, is_double
-    from bgtrain.met import default_met
+    from bgtrain.cube.met import default_met
 
     if not rules.cube:
         raise ValueError(f"{rules.name} is played without a doubling cube: leave out --cube and --match")
@@ -237,7 +237,7 @@ def play_cubeful(
         state, ids = settle(state, ids, slot_list, ended, restart)
         if not ids.numel():
             break
-        # --- move phase, shared with bgtrain.benchmark.play_pairs ---------------------------------
+        # --- move phase, shared with bgtrain.arena.duel.play_pairs ---------------------------------
         state, ids, afterstates, choice = choose_moves(agent_a, agent_b, state, ids, a_seat, rules)
         chosen = afterstates.select(choice)
         if records is not None:
@@ -264,7 +264,7 @@ def play_cubeful(
     pair_means = (outcome[:pairs] + outcome[pairs:]) / 2
     interval = 1.96 * float(pair_means.std()) / math.sqrt(pairs) if pairs > 1 else float("inf")
     total_games = max(games_played, 1)
-    result = CubefulResult(
+    result = CubeDuelResult(
         agent_a=agent_a.name,
         agent_b=agent_b.name,
         match_length=match_length,
@@ -340,4 +340,4 @@ def _restart_rows(state: State, rows: list[int], slots_of_rows: list[int], dice:
     return State(**fields)
 
 
-__all__ = ["CubefulRecords", "CubefulResult", "cube_probabilities", "play_cubeful"]
+__all__ = ["CubeDuelRecords", "CubeDuelResult", "cube_probabilities", "play_cube_duel"]

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields
 
 import torch
 
-from bgtrain.agents import Agent
+from bgtrain.arena.agents import Agent
 from engine.dice import RandomDice
 from engine.game import new_games, play
 from engine.movegen import Afterstates, legal_afterstates
@@ -43,7 +43,7 @@ class MirroredDice:
 
 
 @dataclass(frozen=True)
-class MatchResult:
+class DuelResult:
     """Agent A against agent B over ``games`` cubeless money games (gammons count)."""
 
     agent_a: str
@@ -72,7 +72,7 @@ class MatchResult:
 
 @dataclass(frozen=True)
 class GameRecord:
-    """One finished game of a match, turn by turn, for writing match files (``bgtrain.matfile``).
+    """One finished game of a match, turn by turn, for writing match files (``bgtrain.arena.matfile``).
 
     ``pair``: the global index of its dice sequence; its twin (same dice, seats swapped) has the same
     ``pair`` and the other ``a_seat``. ``turns``: ``(seat, dice, before, after)`` per move in order,
@@ -211,7 +211,7 @@ def _game_records(turns, a_seat, first_seat, points, first_pair: int) -> list[Ga
     ]
 
 
-def play_match(
+def play_duel(
     agent_a: Agent,
     agent_b: Agent,
     games: int,
@@ -220,7 +220,7 @@ def play_match(
     device: torch.device | str = "cpu",
     batch_pairs: int = 16384,
     history: list[GameRecord] | None = None,
-) -> MatchResult:
+) -> DuelResult:
     """``games`` (rounded up to even) seat-swapped games, ``batch_pairs`` pairs in lock-step at a time.
 
     With ``history`` (a list), every game's ``GameRecord`` is appended to it (see ``play_pairs``).
@@ -238,8 +238,8 @@ def play_match(
     return summarise(agent_a.name, agent_b.name, a_first, a_second)
 
 
-def summarise(name_a: str, name_b: str, a_first: torch.Tensor, a_second: torch.Tensor) -> MatchResult:
-    """Points for A in each game of each pair -> a ``MatchResult`` with a paired 95% interval."""
+def summarise(name_a: str, name_b: str, a_first: torch.Tensor, a_second: torch.Tensor) -> DuelResult:
+    """Points for A in each game of each pair -> a ``DuelResult`` with a paired 95% interval."""
     pair_means = (a_first + a_second).to(torch.float64) / 2
     pairs = pair_means.numel()
     interval = 1.96 * float(pair_means.std()) / math.sqrt(pairs) if pairs > 1 else float("inf")
@@ -249,7 +249,7 @@ def summarise(name_a: str, name_b: str, a_first: torch.Tensor, a_second: torch.T
     def rate(mask: torch.Tensor) -> float:
         return float(mask.sum()) / games
 
-    return MatchResult(
+    return DuelResult(
         agent_a=name_a,
         agent_b=name_b,
         games=games,

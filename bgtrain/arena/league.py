@@ -1,4 +1,4 @@
-"""A round robin between agents: every pair plays a seat-swapped match (``bgtrain.benchmark``), then a
+"""A round robin between agents: every pair plays a seat-swapped match (``bgtrain.arena.duel``), then a
 rating per agent is fitted to the pairwise points per game, and the whole is written as JSON and a plot.
 
 Rating method (``fit_ratings``): weighted least squares on the points-per-game scale. Each agent gets
@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bgtrain.agents import Agent
-from bgtrain.benchmark import MatchResult, play_match
+from bgtrain.arena.agents import Agent
+from bgtrain.arena.duel import DuelResult, play_duel
 from engine.rules import STANDARD, Rules
 
 METHOD = (
@@ -38,7 +38,7 @@ MIN_STANDARD_ERROR = 1e-3  # a match with no spread (deterministic agents, ident
 @dataclass(frozen=True)
 class LeagueResult:
     names: tuple[str, ...]
-    matches: tuple[MatchResult, ...]
+    matches: tuple[DuelResult, ...]
     ratings: tuple[float, ...]
     rating_intervals95: tuple[float, ...]
     games_per_pair: int
@@ -82,7 +82,7 @@ class LeagueResult:
         }
 
 
-def fit_ratings(names: list[str] | tuple[str, ...], matches: list[MatchResult]) -> tuple[list[float], list[float]]:
+def fit_ratings(names: list[str] | tuple[str, ...], matches: list[DuelResult]) -> tuple[list[float], list[float]]:
     """(ratings, their 95% half-widths) by the weighted least squares of the module docstring."""
     count = len(names)
     index = {name: i for i, name in enumerate(names)}
@@ -121,7 +121,7 @@ def play_league(agents: list[Agent], games: int, seed: int = 0, rules: Rules = S
     matches = []
     for i in range(len(agents)):
         for j in range(i + 1, len(agents)):
-            result = play_match(agents[i], agents[j], games, seed, rules, device, batch_pairs)
+            result = play_duel(agents[i], agents[j], games, seed, rules, device, batch_pairs)
             matches.append(result)
             if progress is not None:
                 progress(result)

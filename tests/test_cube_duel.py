@@ -1,14 +1,14 @@
-"""Cubeful benchmark play (``bgtrain.cubeful``): money games with the cube and matches with Crawford."""
+"""Cubeful benchmark play (``bgtrain.arena.cube_duel``): money games with the cube and matches with Crawford."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from bgtrain.agents import GreedyValueAgent, PubevalAgent, RandomAgent
-from bgtrain.benchmark import play_match
-from bgtrain.cubeful import CubefulRecords, cube_probabilities, play_cubeful
-from bgtrain.matfile import DOUBLE, WIN, read_mat, replay_game, save_cubeful_games
+from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent
+from bgtrain.arena.cube_duel import CubeDuelRecords, cube_probabilities, play_cube_duel
+from bgtrain.arena.duel import play_duel
+from bgtrain.arena.matfile import DOUBLE, WIN, read_mat, replay_game, save_cubeful_games
 from bgtrain.network import ValueNetwork
 from engine.board import flip_board, pip_counts
 from engine.rules import STANDARD
@@ -57,7 +57,7 @@ def test_probabilities_of_a_greedy_agent_are_for_the_side_to_move():
 
 def test_money_self_play_is_exactly_even():
     # The same agent on both sides: each pair's twins are the same game with the seats swapped.
-    result, raw = play_cubeful(PipCubeAgent("a"), PipCubeAgent("b"), 16, seed=3)
+    result, raw = play_cube_duel(PipCubeAgent("a"), PipCubeAgent("b"), 16, seed=3)
     points = raw["points"]
     assert all(points[k] + points[k + 8] == 0 for k in range(8))
     assert result.points_per_game == 0.0
@@ -66,15 +66,15 @@ def test_money_self_play_is_exactly_even():
 
 def test_without_cube_decisions_cubeful_play_is_cubeless_play():
     # pubeval and random never double: the games are those of the cubeless harness.
-    result, _ = play_cubeful(PubevalAgent(), RandomAgent(2), 20, seed=4)
-    cubeless = play_match(PubevalAgent(), RandomAgent(2), 20, seed=4)
+    result, _ = play_cube_duel(PubevalAgent(), RandomAgent(2), 20, seed=4)
+    cubeless = play_duel(PubevalAgent(), RandomAgent(2), 20, seed=4)
     assert result.doubles_per_game == 0.0
     assert result.points_per_game == pytest.approx(cubeless.points_per_game)
 
 
 def test_matches_follow_the_crawford_rule_and_replay(tmp_path):
-    records = CubefulRecords()
-    result, raw = play_cubeful(PipCubeAgent("a"), PipCubeAgent("b"), 8, seed=5, match_length=3,
+    records = CubeDuelRecords()
+    result, raw = play_cube_duel(PipCubeAgent("a"), PipCubeAgent("b"), 8, seed=5, match_length=3,
                                records=records)
     assert sorted(raw["match_won"][k] + raw["match_won"][k + 4] for k in range(4)) == [1, 1, 1, 1]
     assert result.match_win == 0.5
@@ -104,8 +104,8 @@ def test_gnu_backgammon_imports_cubeful_matches(tmp_path):
         pytest.skip("needs GNU Backgammon's bindings: pip install gnubg")
     if not hasattr(gnubg, "command"):
         pytest.skip("needs GNU Backgammon's bindings: pip install gnubg")
-    records = CubefulRecords()
-    _, raw = play_cubeful(PipCubeAgent("a"), PipCubeAgent("b"), 4, seed=8, match_length=3, records=records)
+    records = CubeDuelRecords()
+    _, raw = play_cube_duel(PipCubeAgent("a"), PipCubeAgent("b"), 4, seed=8, match_length=3, records=records)
     for path in save_cubeful_games(tmp_path, records, raw["a_seat"], 3, "a", "b", STANDARD):
         gnubg.command(f"import mat {path}")
         imported = gnubg.match()

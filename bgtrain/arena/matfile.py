@@ -238,7 +238,7 @@ def save_games(directory: str | Path, records, name_a: str, name_b: str, rules: 
 
 
 def _event_actions(events, a_seat: int, rules: Rules) -> tuple[MatAction, ...]:
-    """``bgtrain.cubeful`` events of one game -> actions, A (seat ``a_seat``) as player 0."""
+    """``bgtrain.arena.cube_duel`` events of one game -> actions, A (seat ``a_seat``) as player 0."""
     actions = []
     for event in events:
         kind, seat = event[0], event[1]
@@ -257,7 +257,7 @@ def _event_actions(events, a_seat: int, rules: Rules) -> tuple[MatAction, ...]:
 
 def save_cubeful_games(directory: str | Path, records, a_seat: list[int], match_length: int, name_a: str,
                        name_b: str, rules: Rules = STANDARD, games_per_file: int = GAMES_PER_FILE) -> list[Path]:
-    """Write the games of ``bgtrain.cubeful.play_cubeful`` (its ``CubefulRecords``): one file per match
+    """Write the games of ``bgtrain.arena.cube_duel.play_cube_duel`` (its ``CubeDuelRecords``): one file per match
     (``match_0001.mat``, ...) for matches, else money sessions of at most ``games_per_file`` games
     (``games_0001.mat``, ...), seat-swapped twins together. A is the left player."""
     if rules != STANDARD:

@@ -10,8 +10,8 @@ from typing import Protocol
 
 import torch
 
+from bgtrain.arena.pubeval import is_race, pubeval_scores
 from bgtrain.outcomes import cubeless_equity, flip_outcomes, terminal_outcomes
-from bgtrain.pubeval import is_race, pubeval_scores
 from engine.board import flip_board
 from engine.game import winning_points
 from engine.movegen import Afterstates
