@@ -69,6 +69,7 @@ import torch
 from bgtrain.bearoff import (
     ALL_ROLLS,
     HOME_SIZE,
+    BearoffDatabase,
     all_positions,
     both_bearing_off,
     home_boards,
@@ -78,7 +79,7 @@ from bgtrain.bearoff import (
 from bgtrain.cube.decision import CubeDecision, decide_from_equities
 from bgtrain.cube.state import OWNERS, CubeState, MoneyGame
 from bgtrain.outcomes import NUM_OUTCOMES, WIN
-from engine.board import BOARD_WIDTH
+from engine.board import BOARD_WIDTH, flip_board
 from engine.movegen import legal_afterstates
 from engine.rules import STANDARD, Rules
 
@@ -324,3 +325,49 @@ def load_two_sided_database(path: str | Path | None = None, device: torch.device
         print(f"bgtrain: building the two-sided bear-off database once (seconds) into {path}", file=sys.stderr)
         build_two_sided_database(max_checkers).save(path)
     return TwoSidedBearoffDatabase.load(path, device)
+
+
+def bearoff_outcomes(board: torch.Tensor, rules: Rules, one_sided: BearoffDatabase | None,
+                     two_sided: TwoSidedBearoffDatabase | None, flipped: bool = False
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact bear-off values from both databases (either may be None): the rows of ``board`` one of them
+    covers (``int64[C]``) and their outcome probabilities (``float32[C, 5]``, for the side to move of
+    ``board``, or with ``flipped`` for that of ``flip_board(board)``, the side to move after an
+    afterstate): the two-sided database's where it covers, else the one-sided one's."""
+    one = two = None
+    if one_sided is not None:
+        one = one_sided.covers(board)
+    if two_sided is not None:
+        if one is not None and one_sided.max_checkers >= two_sided.max_checkers:
+            # A subset of the one-sided database's positions: count checkers on those rows only.
+            index = one.nonzero(as_tuple=True)[0]
+            two = torch.zeros_like(one)
+            two[index] = two_sided.covers(board[index], rules)
+        else:
+            two = two_sided.covers(board, rules)
+    covered = one if two is None else two if one is None else one | two
+    if covered is None:
+        return (torch.zeros(0, dtype=torch.int64, device=board.device),
+                torch.zeros(0, NUM_OUTCOMES, dtype=torch.float32, device=board.device))
+    index = covered.nonzero(as_tuple=True)[0]
+    rows = flip_board(board[index]) if flipped else board[index]
+    values = torch.empty(index.numel(), NUM_OUTCOMES, dtype=torch.float32, device=board.device)
+    exact = two[index] if two is not None else torch.zeros_like(index, dtype=torch.bool)
+    if not bool(exact.all()):  # rows outside the two-sided database are in the one-sided one
+        values[~exact] = one_sided.outcomes(rows[~exact], rules)
+    if bool(exact.any()):
+        values[exact] = two_sided.outcomes(rows[exact])
+    return index, values
+
+
+def exact_money_decision(database: TwoSidedBearoffDatabase | None, board: torch.Tensor, cube: CubeState,
+                         game, rules: Rules = STANDARD) -> CubeDecision | None:
+    """``database.money_cube_decision`` of ``board`` (``int8[B, 28]``) where it is exact for every row: a
+    database, money play without a cube limit, every position covered; else None (the caller falls
+    back on an estimate such as ``bgtrain.cube.cube_decision``)."""
+    if database is None or not isinstance(game, MoneyGame) or game.cube_limit is not None or not rules.cube:
+        return None
+    board = board.to(database.device)
+    if not bool(database.covers(board, rules).all()):
+        return None
+    return database.money_cube_decision(board, cube, game)

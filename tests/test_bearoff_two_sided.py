@@ -4,6 +4,7 @@ generator, agreement with the one-sided database, cube decisions, coverage, file
 from __future__ import annotations
 
 import functools
+import json
 import math
 from fractions import Fraction
 
@@ -12,14 +13,20 @@ import torch
 from helpers import compile_mode
 
 from bgtrain.bearoff import all_positions, build_bearoff_database, position_count, rank
+from bgtrain.bearoff import default_path as one_sided_default_path
 from bgtrain.bearoff_two_sided import (
     TwoSidedBearoffDatabase,
     build_two_sided_database,
     default_path,
     load_two_sided_database,
 )
+from bgtrain.checkpoint import save_checkpoint
+from bgtrain.cli import main
 from bgtrain.cube import CubeAction, CubeState, MatchGame, MoneyGame, TakeAction
+from bgtrain.evaluator import Evaluator
+from bgtrain.network import ValueNetwork
 from engine.board import flip_board
+from engine.position_id import encode_position_id
 from engine.reference import reference_afterstates
 from engine.rules import STANDARD, Rules
 from engine.variants import get_rules
@@ -30,6 +37,14 @@ THREE_CHECKERS = Rules(name="three-checkers", start_points=((24, 1), (13, 1), (6
 
 def weight(roll: tuple[int, int]) -> Fraction:
     return Fraction(1 if roll[0] == roll[1] else 2, 36)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def op_by_op():
+    """The engine's kernels run op by op here: the many small move-generation calls would otherwise
+    trigger their compilation (seconds), which these tests do not check (test_engine_vs_reference does)."""
+    with compile_mode("never"):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +159,7 @@ def test_every_pair_matches_the_brute_force(database):
 
 def test_agrees_with_the_one_sided_estimate():
     two_sided = build_two_sided_database(4)
-    with compile_mode("never"):  # 21 small calls: compiling the engine's kernels would cost seconds
-        one_sided = build_bearoff_database(4)
+    one_sided = build_bearoff_database(4)
     board, _, opponent = all_pairs(4)  # 209 x 209 = 43,681 pairs
     exact = two_sided.win_probability(board).double()
     estimate = one_sided.outcomes(board, STANDARD)[:, 0].double()
@@ -314,3 +328,88 @@ def test_built_and_cached_on_first_use(tmp_path, monkeypatch, capsys):
         load_two_sided_database(max_checkers=1, build=False)
     with pytest.raises(ValueError, match="max_checkers"):
         build_two_sided_database(0)
+
+
+# --- where it is used: the evaluator and `bgtrain eval` ----------------------------------------------------
+
+
+class EvenValue:
+    """A value function that knows nothing: every position is even. Only the databases can be right."""
+
+    def evaluate(self, board: torch.Tensor) -> torch.Tensor:
+        return torch.tensor([0.5, 0.0, 0.0, 0.0, 0.0]).expand(board.shape[0], 5).clone()
+
+    def evaluate_flipped(self, afterstates: torch.Tensor) -> torch.Tensor:
+        return self.evaluate(afterstates)
+
+
+@pytest.fixture(scope="module")
+def one_sided():
+    return build_bearoff_database(3)
+
+
+def test_evaluator_takes_the_exact_values(database, one_sided):
+    evaluator = Evaluator(EvenValue(), STANDARD, one_sided, two_sided=database)
+    board, _, _ = all_pairs(3)
+    sample = board[torch.randperm(board.shape[0], generator=torch.Generator().manual_seed(3))[:300]]
+    exact = database.outcomes(sample)
+    assert torch.equal(evaluator.probabilities(sample, 0), exact)
+    # One ply deeper averages the exact values of the best replies: the database's own recursion.
+    assert torch.allclose(evaluator.probabilities(sample, 1), exact, atol=1e-6, rtol=0)
+    # The same position after a play, for the side that played: 1 - the next side's P(win).
+    played = flip_board(sample[:20])
+    assert torch.allclose(evaluator.afterstate_probabilities(played)[:, 0], 1 - exact[:20, 0])
+    # Where the one-sided estimate is off (by 0.0014 here), the two-sided value wins.
+    worst = boards(((5, 6, 6), (1, 1, 5)))
+    estimate = float(Evaluator(EvenValue(), STANDARD, one_sided).probabilities(worst)[0, 0])
+    value = float(evaluator.probabilities(worst)[0, 0])
+    assert abs(value - estimate) > 1e-3 and value == float(database.win_probability(worst)[0])
+
+
+def test_evaluator_falls_back_on_the_one_sided_database(one_sided):
+    two_checkers = build_two_sided_database(2)
+    evaluator = Evaluator(EvenValue(), STANDARD, one_sided, two_sided=two_checkers)
+    board = boards(((6, 5, 1), (6, 6)), ((6, 5), (6, 6)), ((6, 5, 1), (13,)))
+    probs = evaluator.probabilities(board)
+    assert torch.equal(probs[0], one_sided.outcomes(board[:1], STANDARD)[0])  # three checkers: one-sided
+    assert torch.equal(probs[1], two_checkers.outcomes(board[1:2])[0])  # two: exact
+    assert probs[2].tolist() == [0.5, 0.0, 0.0, 0.0, 0.0]  # no bear-off: the value function
+    alone = Evaluator(EvenValue(), STANDARD, None, two_sided=two_checkers).probabilities(board)
+    assert torch.equal(alone[1], probs[1]) and alone[0].tolist() == [0.5, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_the_cached_databases_come_with_the_default_bearoff(tmp_path, monkeypatch, one_sided):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    one_sided.save(one_sided_default_path())
+    build_two_sided_database(2).save(default_path())  # small, where the six-checker one would be
+    network = ValueNetwork("tesauro198", (8,))
+    assert Evaluator.from_network(network).two_sided.max_checkers == 2
+    assert Evaluator.from_network(network, bearoff=False).two_sided is None
+    assert Evaluator.from_network(network, bearoff=one_sided).two_sided is None  # exactly what was given
+    assert Evaluator.from_network(network, bearoff=False, two_sided=default_path()).two_sided is not None
+
+
+def test_cli_eval_gives_the_exact_money_cube_decision(tmp_path, monkeypatch, capsys, one_sided):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    one_sided.save(one_sided_default_path())
+    build_two_sided_database(2).save(default_path())
+    torch.manual_seed(5)
+    network = ValueNetwork("tesauro198", (16,))
+    model = str(tmp_path / "model.pt")
+    save_checkpoint(model, {"model": network.model_args(), "weights": network.state_dict(), "config": {},
+                            "counters": {}})
+    # The mover on its 5- and 1-points, the opponent's last checker on its 1-point: q = 23/36,
+    # double, take (see test_last_roll_positions).
+    position = encode_position_id(board_of((5, 1), (1,)))
+    assert main(["eval", position, "--model", model, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    cube = report["cube"]
+    assert cube["method"] == "two-sided bear-off database" and cube["action"] == "Double, take"
+    assert cube["equities"]["double_take"] == pytest.approx(5 / 9, abs=1e-5)  # 2 (2q - 1)
+    assert cube["equities"]["no_double"] == pytest.approx(5 / 18, abs=1e-5)
+    assert report["evaluation"]["probabilities"]["win"] == pytest.approx(23 / 36, abs=1e-5)
+    assert main(["eval", position, "--model", model]) == 0
+    assert "exact, two-sided bear-off database" in capsys.readouterr().out
+    # Match play is not in the database: Janowski's estimate, with its efficiency.
+    assert main(["eval", position, "--model", model, "--match", "7", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cube"]["method"] == "janowski"
