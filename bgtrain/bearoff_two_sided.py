@@ -13,7 +13,7 @@ side, ranked as in ``bgtrain.bearoff``: 924 for six checkers, 853,776 pairs):
                             checkers to maximise their cubeful equity.
 
 Rank 0 is the empty position: ``win[i, 0] = 0`` and ``no_double[:, i, 0] = -1`` (the opponent has
-borne everything off); the rows of an empty mover are never used. GNU Backgammon ships the same kind
+borne everything off); an empty mover's row (``win[0, j] = 1``, equities +1) is never used. GNU Backgammon ships the same kind
 of table (``gnubg_ts0.bd``: six checkers on six points, cubeless and cubeful equities).
 
 No gammons: the database is used where each side has at most ``max_checkers`` checkers on the board,
@@ -161,6 +161,8 @@ def build_two_sided_database(max_checkers: int = DEFAULT_CHECKERS, device: torch
     values[0, 0, 1:] = 1.0
     values[1:, 0, 1:] = 1.0
     no_double = torch.zeros(len(OWNERS), count, count, dtype=torch.float64, device=device)
+    no_double[:, :, 0] = -1.0
+    no_double[:, 0, 1:] = 1.0
     weights = roll_weights(device)
     for total in range(2, 2 * most_pips + 1):
         for mover_pips in range(max(1, total - most_pips), min(most_pips, total - 1) + 1):

@@ -413,3 +413,9 @@ def test_cli_eval_gives_the_exact_money_cube_decision(tmp_path, monkeypatch, cap
     # Match play is not in the database: Janowski's estimate, with its efficiency.
     assert main(["eval", position, "--model", model, "--match", "7", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cube"]["method"] == "janowski"
+
+
+def test_finished_sides_in_the_tables(database):
+    # Rank 0, the empty position: the opponent has borne everything off, so the side to move has lost.
+    assert float(database.win[1:, 0].abs().max()) == 0.0
+    assert bool((database.no_double[:, 1:, 0] == -1.0).all())
