@@ -43,7 +43,7 @@ is a win: ``1 - win(j, 0) = 1`` and ``-E(j, 0) = +1``.
 Every legal bear-off move lowers the mover's pip count, so ``(j, a)`` has a smaller pip total than
 ``(i, j)``: the pairs are solved in order of total pip count, and within one total, one batched step
 per mover pip count (all its positions x all opponents of the complementary pip count x all 21 rolls
-x all afterstates at once, the maximum over afterstates by ``scatter_reduce``). Two to six seconds
+x all afterstates at once, the maximum over afterstates by ``scatter_reduce``). About five seconds
 for six checkers on one CPU core (``scripts/build_bearoff.py --two-sided``), 19 s for seven, 80 s for
 eight.
 
