@@ -22,11 +22,20 @@ from bgtrain.web.dice import ScriptedDice
 from bgtrain.web.game import BOT, YOU, Session, Settings
 from bgtrain.web.record import flip
 from bgtrain.web.server import create_app
+from engine import kernels
 from engine.notation import parse_play
 from engine.reference import reference_plays
 from engine.rules import STANDARD
 
 MODEL = "checkpoints/bgtrain-default.pt"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def op_by_op_kernels():
+    """Op by op, as ``bgtrain play`` runs: a compile would cost seconds here, not save them."""
+    previous = kernels.set_mode("never")
+    yield
+    kernels.set_mode(previous)
 
 
 @pytest.fixture(scope="module")

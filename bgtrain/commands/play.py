@@ -101,6 +101,12 @@ def run(args: argparse.Namespace) -> int:
     _require_web()
     import uvicorn
 
+    from engine import kernels
+
+    if not os.environ.get(kernels.ENVIRONMENT_VARIABLE):
+        # One game's searches are small: a compile would pause the game for seconds, not save them.
+        kernels.set_mode("never")
+
     from bgtrain.web.server import create_app
 
     model, session, resumed = build_session(args)

@@ -128,7 +128,7 @@ def analyse_moves(evaluator: Evaluator, moves: list[dict], ply: int) -> list[flo
     boards = torch.tensor([move["before"] for move in moves], dtype=torch.int8)
     dice = torch.tensor([move["dice"] for move in moves])
     losses = []
-    for move, hints in zip(moves, evaluator.hint(boards, dice, ply)):
+    for move, hints in zip(moves, evaluator.hint(boards, dice, ply, notation=False)):
         rows = [{"board": list(h.board), "extra_roll": h.extra_roll, "difference": h.difference} for h in hints]
         losses.append(play_loss(rows, move["after"], bool(move.get("extra_roll", False))))
     return losses

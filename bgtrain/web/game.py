@@ -36,7 +36,7 @@ from bgtrain.web.dice import SeededDice, dice_from_state
 from bgtrain.web.record import board_view, flip, match_text, position_text
 from bgtrain.web.turn import Node, TurnTree
 from engine.game import winning_points
-from engine.notation import NO_MOVE, play_notation
+from engine.notation import format_play
 from engine.reference import apply_move
 
 YOU, BOT = 0, 1
@@ -341,7 +341,7 @@ class Session:
             node = Node(tuple(node_board), ())
             view = board_view(node.board if seat == YOU else flip(node.board), self.rules)
             events.append({"type": "step", "who": who, "from": step.source, "to": step.target, "board": view})
-        notation = play_notation(before, after, dice, self.rules) if steps else NO_MOVE
+        notation = format_play([(step.source, step.target, step.hit) for step in steps])
         event = {"kind": "move", "seat": seat, "dice": list(dice), "before": list(before), "after": list(after),
                  "extra_roll": extra, "play": notation, "forced": forced,
                  "mat_play": "" if not steps else " ".join(

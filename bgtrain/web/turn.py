@@ -174,23 +174,28 @@ class TurnTree:
         target = (tuple(after), bool(extra_roll))
         if target not in self.plays:
             raise ValueError("not a legal play of this roll")
-        path = self._search(self.root, target)
+        path = self._search(self.root, target, set())
         if path is None:  # pragma: no cover - every legal play is reachable
             raise ValueError("no move sequence reaches this play")
         return path
 
-    def _search(self, node: Node, target) -> tuple[list[Step], int | None] | None:
+    def _search(self, node: Node, target, dead: set) -> tuple[list[Step], int | None] | None:
+        """Depth first; ``dead`` holds the nodes already known not to lead to ``target`` (many
+        orders of the same moves meet at one node)."""
+        if node in dead:
+            return None
         extra = node.stage == "chosen" and not node.dice_left
         if (node.board, extra) == target and self.ends_turn(node):
             return [], None
         if self.chooses_double(node):
             for die in self.double_choices(node):
-                found = self._search(Node(node.board, (die,) * 4, "chosen"), target)
+                found = self._search(Node(node.board, (die,) * 4, "chosen"), target, dead)
                 if found is not None:
                     return found[0], die
-            return None
-        for step, child in self.children(node):
-            found = self._search(child, target)
-            if found is not None:
-                return [step] + found[0], found[1]
+        else:
+            for step, child in self.children(node):
+                found = self._search(child, target, dead)
+                if found is not None:
+                    return [step] + found[0], found[1]
+        dead.add(node)
         return None
