@@ -40,7 +40,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from bgtrain.arena.matfile import format_match
+from bgtrain.arena.matfile import MONEY_NOTE, format_match
 from bgtrain.web.game import Refused, Session
 from bgtrain.web.record import mat_match
 from bgtrain.web.view import session_view
@@ -148,7 +148,12 @@ def create_app(session: Session, model: str = "", clock_task: bool = True) -> St
                               session.rules)
         except ValueError as error:
             return PlainTextResponse(str(error), status_code=409)
-        return Response(format_match(match), media_type="text/plain",
+        text = format_match(match)
+        if session.settings.jacoby:
+            # matfile's note is for bgtrain's cubeless benchmark games; these follow the Jacoby rule,
+            # as GNU Backgammon does by default.
+            text = text.replace(MONEY_NOTE, "; bgtrain play: money games under the Jacoby rule.\n")
+        return Response(text, media_type="text/plain",
                         headers={"Content-Disposition": 'attachment; filename="bgtrain-game.mat"'})
 
     async def record_json(request):

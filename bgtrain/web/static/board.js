@@ -295,14 +295,19 @@ class BoardView {
     this.drawSelection(svg, board);
     for (const option of this.state.destinations[this.selected] || []) {
       const colour = option.kind === "single" ? COLOURS.ringSingle : COLOURS.ringCombined;
+      // A dark halo under the coloured ring keeps it visible on light and dark points alike.
+      const halo = {fill: "none", stroke: "rgba(0,0,0,0.55)", "stroke-width": 10, "pointer-events": "none"};
       const attributes = {class: `ring ring-${option.kind}`, "data-target": option.target,
-        "data-kind": option.kind, fill: "rgba(255,255,255,0.01)", stroke: colour, "stroke-width": 6};
+        "data-kind": option.kind, fill: "rgba(255,255,255,0.12)", stroke: colour, "stroke-width": 5};
       if (option.target === 0) {
-        element("rect", {...attributes, x: G.trayLeft + 3, y: G.middle + 13, width: G.trayWidth - 6,
-          height: G.bottom - G.middle - 16, rx: 8}, svg);
+        const shape = {x: G.trayLeft + 4, y: G.middle + 14, width: G.trayWidth - 8,
+          height: G.bottom - G.middle - 18, rx: 8};
+        element("rect", {...shape, ...halo}, svg);
+        element("rect", {...shape, ...attributes}, svg);
       } else {
         const [x, y] = this.targetSpot(board, option.target);
-        element("circle", {...attributes, cx: x, cy: y, r: G.radius - 2}, svg);
+        element("circle", {cx: x, cy: y, r: G.radius - 3, ...halo}, svg);
+        element("circle", {cx: x, cy: y, r: G.radius - 3, ...attributes}, svg);
       }
     }
   }
