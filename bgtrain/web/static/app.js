@@ -56,7 +56,8 @@ async function playUpdate(update) {
       await sleep(350);
     } else if (event.type === "opening") {
       log(`opening roll: you ${event.you}, bot ${event.bot}` + (event.you === event.bot ? " (tie: roll again)" : ""));
-      board.botDice = null;
+      // The side with the higher die plays both: the bot's opening dice stay shown on its side.
+      board.botDice = event.bot > event.you ? [event.bot, event.you] : null;
     } else if (event.type === "played") {
       log(`${event.who === "you" ? "you play" : "bot plays"} ${event.dice.join("")}: ${event.play}`);
     } else if (event.type === "double") {

@@ -138,8 +138,10 @@ class BoardView {
   // --- drawing -----------------------------------------------------------------------------------
 
   show(state) {
+    // Every new state from the server starts with nothing selected: a click selects, a second
+    // click on the same checker lets go of it.
     this.state = state;
-    if (!state.destinations || !(this.selected in state.destinations)) this.selected = null;
+    this.selected = null;
     this.draw();
   }
 
