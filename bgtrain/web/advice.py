@@ -134,6 +134,16 @@ def analyse_moves(evaluator: Evaluator, moves: list[dict], ply: int) -> list[flo
     return losses
 
 
+def analyse_game(evaluator: Evaluator, decisions: list[dict], ply: int, names: tuple[str, str]) -> dict:
+    """The analysis of a finished game: the loss of every unforced play at ``ply`` (filled into
+    ``decisions`` in place), the cube decisions' losses as recorded, then ``summarise``."""
+    moves = [d for d in decisions if d["kind"] == "move" and not d["forced"]]
+    for decision, loss in zip(moves, analyse_moves(evaluator, [d["move"] for d in moves], ply)):
+        decision["loss"] = loss
+    rows = [{k: v for k, v in d.items() if k not in ("move", "cube")} for d in decisions if d["loss"] is not None]
+    return {"ply": ply, **summarise(rows, names)}
+
+
 def summarise(decisions: list[dict], names: tuple[str, str]) -> dict:
     """Error rates and the mistakes worth a look, per side. ``decisions``: ``{"seat", "kind", "loss",
     "forced", "text", "position_id", "match_id"}``; the error rate is the mean loss over the decisions

@@ -21,26 +21,23 @@ action is made for the person, or the game is lost). ``to_json``/``from_json`` h
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, initial_cube
-from bgtrain.web import advice
+from bgtrain.web import advice, store
 from bgtrain.web.dice import SeededDice, dice_from_state
 from bgtrain.web.record import board_view, flip, match_text, position_text
+from bgtrain.web.settings import Settings
 from bgtrain.web.turn import Node, TurnTree
 from engine.game import winning_points
 from engine.notation import format_play
 from engine.reference import apply_move
 
 YOU, BOT = 0, 1
-CLOCK_ACTIONS = ("play_best", "lose")
 LIVE_PHASES = ("roll", "move", "doubled")
 RESIGN_LEVELS = {"single": 1, "gammon": 2, "backgammon": 3}
 
@@ -49,33 +46,10 @@ class Refused(ValueError):
     """A request the rules or the state do not allow; nothing was changed."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    ply: int = 0  # the bot's search depth (GNU numbering), also the hints'
-    match_length: int = 0  # 0: money play
-    clock_seconds: float | None = 30.0  # per decision; None: no clock
-    clock_action: str = "play_best"  # at zero: "play_best" (made for the person) or "lose"
-    jacoby: bool = True  # money play
-    automatic_doubles: int = 0  # money play: tied opening rolls that double the cube
-    auto_play_forced: bool = True  # a forced play is made for the person
-    tutor: bool = False
-    tutor_threshold: float = advice.DOUBTFUL
-    analysis_ply: int | None = None  # None: one more than ``ply``, at most 2 (0 for acey-deucey)
-    names: tuple[str, str] = ("you", "bgtrain")
-
-    def __post_init__(self) -> None:
-        if self.clock_action not in CLOCK_ACTIONS:
-            raise ValueError(f"clock action must be one of {', '.join(CLOCK_ACTIONS)}, not {self.clock_action!r}")
-        if self.clock_seconds is not None and self.clock_seconds <= 0:
-            raise ValueError(f"the clock needs a positive number of seconds, not {self.clock_seconds}")
-        if self.match_length < 0:
-            raise ValueError(f"match length must be >= 0, not {self.match_length}")
-        object.__setattr__(self, "names", tuple(self.names))
-
-
 class Session:
-    def __init__(self, evaluator, settings: Settings = Settings(), dice=None, clock=time.time,
+    def __init__(self, evaluator, settings: Settings | None = None, dice=None, clock=time.time,
                  save_path: str | Path | None = None) -> None:
+        settings = settings or Settings()
         self.evaluator = evaluator
         self.rules = evaluator.rules
         if settings.match_length:
@@ -432,13 +406,7 @@ class Session:
         ply = self.settings.analysis_ply
         if ply is None:
             ply = 0 if self.rules.acey_deucey else min(self.settings.ply + 1, 2)
-        moves = [d for d in self.decisions if d["kind"] == "move" and not d["forced"]]
-        losses = advice.analyse_moves(self.evaluator, [d["move"] for d in moves], ply)
-        for decision, loss in zip(moves, losses):
-            decision["loss"] = loss
-        rows = [{k: v for k, v in d.items() if k not in ("move", "cube")} for d in self.decisions
-                if d["loss"] is not None]
-        return {"ply": ply, **advice.summarise(rows, self.settings.names)}
+        return advice.analyse_game(self.evaluator, self.decisions, ply, self.settings.names)
 
     # --- helpers ----------------------------------------------------------------------------------
 
@@ -517,50 +485,24 @@ class Session:
         self.save()
         return events
 
-    # --- saving -----------------------------------------------------------------------------------
-
-    _FIELDS = ("score", "game_number", "crawford", "crawford_done", "games", "phase", "turn", "board",
-               "cube_value", "cube_owner", "dice", "deadline", "offered", "cube_considered", "events",
-               "decisions", "result", "score_before")
+    # --- saving (bgtrain.web.store) -----------------------------------------------------------------
 
     def to_json(self) -> dict:
-        data = {name: getattr(self, name) for name in self._FIELDS}
-        data["variant"] = self.rules.name
-        data["settings"] = asdict(self.settings)
-        data["dice_source"] = self.dice_source.state()
-        data["node"] = asdict(self.node) if self.node else None
-        data["history"] = [asdict(node) for node in self.history]
-        return data
+        return store.session_state(self)
 
     @classmethod
     def from_json(cls, data: dict, evaluator, clock=time.time, save_path=None) -> Session:
-        if data["variant"] != evaluator.rules.name:
-            raise ValueError(f"the saved session plays {data['variant']}, the model {evaluator.rules.name}")
-        settings = Settings(**data["settings"])
-        session = cls(evaluator, settings, dice_from_state(data["dice_source"]), clock, save_path)
-        for name in cls._FIELDS:
-            setattr(session, name, data[name])
-        session.board = tuple(session.board)
-        session.dice = tuple(session.dice) if session.dice else None
-
-        def node(item):
-            return Node(tuple(item["board"]), tuple(item["dice_left"]), item["stage"])
-
-        if session.phase == "move":
-            session.tree = TurnTree(session.board, session.dice, session.rules)
-            session.node = node(data["node"])
-            session.history = [node(item) for item in data["history"]]
+        """The session ``to_json`` described, on ``evaluator`` (of the same variant)."""
+        store.check_variant(data, evaluator.rules)
+        session = cls(evaluator, Settings(**data["settings"]), dice_from_state(data["dice_source"]), clock,
+                      save_path)
+        store.restore(session, data)
         return session
 
     def save(self) -> None:
-        """The session to ``save_path``, atomically (a temporary file renamed into place)."""
-        if self.save_path is None:
-            return
-        self.save_path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.save_path.parent, prefix=".session-", suffix=".tmp")
-        with os.fdopen(handle, "w") as file:
-            json.dump(self.to_json(), file)
-        os.replace(temporary, self.save_path)
+        """The session to ``save_path``, atomically."""
+        if self.save_path is not None:
+            store.write_atomically(self.save_path, self.to_json())
 
 
 def _place(point) -> str:
