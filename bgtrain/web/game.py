@@ -405,7 +405,7 @@ class Session:
     def _analysis(self) -> dict:
         ply = self.settings.analysis_ply
         if ply is None:
-            ply = 0 if self.rules.acey_deucey else min(self.settings.ply + 1, 2)
+            ply = 0 if self.rules.acey_deucey else 1  # a game's 60-odd plays in about a second
         return advice.analyse_game(self.evaluator, self.decisions, ply, self.settings.names)
 
     # --- helpers ----------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ class Settings:
     auto_play_forced: bool = True  # a forced play is made for the person
     tutor: bool = False
     tutor_threshold: float = DOUBTFUL
-    analysis_ply: int | None = None  # None: one more than ``ply``, at most 2 (0 for acey-deucey)
+    analysis_ply: int | None = None  # the post-game analysis; None: 1-ply (0 for acey-deucey)
     names: tuple[str, str] = ("you", "bgtrain")
 
     def __post_init__(self) -> None:
