@@ -345,3 +345,30 @@ def test_hints_and_tutor(evaluator, connect):
     assert client.state["phase"] == "roll"
     hint = client("hint")["hint"]
     assert hint["kind"] == "cube" and hint["action"].startswith("No double")
+
+
+def test_automatic_double_on_a_tied_opening_roll(evaluator, connect):
+    # Money play with one automatic double: the tied 3-3 doubles the centred cube, then 4-2 starts.
+    session = Session(evaluator, Settings(clock_seconds=None, automatic_doubles=1), ScriptedDice([3, 3, 4, 2]))
+    answer = connect(session)("roll")
+    assert [e["type"] for e in answer["events"]][:3] == ["opening", "opening", "message"]
+    assert answer["state"]["cube"]["value"] == 2 and answer["state"]["cube"]["owner"] == "centred"
+    assert answer["state"]["dice"] == [4, 2]
+
+
+def test_resignations_accepted_or_declined(evaluator, connect):
+    #  The person's 15 checkers are still on 18..22, the bot has 11 off and 4 left on its 1- and
+    #  2-points (the person's 24 and 23): the bot wins a gammon nearly always, a backgammon often. The
+    #  cube is turned (2, the person's), so gammons count: a single game and a gammon are declined, a
+    #  backgammon (3 points times the cube) accepted.
+    board = position({18: 3, 19: 3, 20: 3, 21: 3, 22: 3, 23: -2, 24: -2})
+    session = Session(evaluator, Settings(clock_seconds=None), ScriptedDice([6, 5]))
+    put(session, board, cube=(2, YOU))
+    client = connect(session)
+    for level in ("single", "gammon"):
+        answer = client("resign", level=level)
+        assert answer["events"][-1]["text"] == "bgtrain declines the resignation; play on"
+        assert answer["state"]["phase"] == "roll" and answer["state"]["result"] is None
+    answer = client("resign", level="backgammon")
+    result = answer["state"]["result"]
+    assert (result["winner"], result["points"], result["how"]) == ("bot", 6, "resign")
