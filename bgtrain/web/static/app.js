@@ -98,7 +98,7 @@ function render() {
   const names = s.names;
   $("score").textContent = s.score.length
     ? `${names.you} ${s.score.you} - ${s.score.bot} ${names.bot}  (match to ${s.score.length}${s.score.crawford ? ", Crawford game" : ""})`
-    : `${names.you} ${s.score.you} - ${s.score.bot} ${names.bot}  (money${s.settings.jacoby ? ", Jacoby" : ""})`;
+    : `${names.you} ${s.score.you} - ${s.score.bot} ${names.bot}  (money${s.settings.jacoby && s.cube.used ? ", Jacoby" : ""})`;
   $("pips").textContent = `pips: you ${s.board.pips.you}, bot ${s.board.pips.bot}`;
   $("info").textContent = `${s.variant} - ${s.model} at ${s.ply}-ply - game ${s.game_number}`;
   $("cube").textContent = s.cube.used ? `cube ${s.cube.value} (${s.cube.owner})` : "no cube";
