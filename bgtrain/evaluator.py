@@ -224,11 +224,12 @@ class Evaluator:
         choice, _ = self._select(afterstates, self._check_ply(ply), need_values=False)
         return choice
 
-    def hint(self, board: torch.Tensor, dice: torch.Tensor, ply: int = 0, limit: int | None = None
-             ) -> list[list[HintMove]]:
+    def hint(self, board: torch.Tensor, dice: torch.Tensor, ply: int = 0, limit: int | None = None,
+             notation: bool = True) -> list[list[HintMove]]:
         """Per position, its legal plays ranked best first: those searched at ``ply`` (by equity), then
         those the filter left at 0-ply (by equity), at most ``limit`` of them. Notation as
-        ``engine.notation.play_notation`` writes it."""
+        ``engine.notation.play_notation`` writes it; ``notation=False`` leaves ``play`` empty and skips
+        the reference walk that writes it (slow for acey-deucey's 1-2 and big doubles)."""
         if limit is not None and limit < 1:
             raise ValueError(f"limit must be >= 1 or None, not {limit}")
         board = _check_board(board)
@@ -245,12 +246,12 @@ class Evaluator:
             rows = sorted(range(start, start + count), key=lambda row: (-plies[row], -equity[row], row))
             rows = rows[:limit] if limit is not None else rows
             roll = (int(rolls[index][0]), int(rolls[index][1]))
-            notations = play_notations(befores[index], roll, self.rules)
+            notations = play_notations(befores[index], roll, self.rules) if notation else {}
             best = equity[rows[0]]
             hints.append([
                 HintMove(
                     board=tuple(boards[row]),
-                    play=notations[tuple(boards[row])],
+                    play=notations.get(tuple(boards[row]), ""),
                     equity=equity[row],
                     difference=equity[row] - best,
                     probabilities=tuple(outcomes[row]),

@@ -1,0 +1,213 @@
+"""The local game server: a Starlette app with the page, one WebSocket for the game, the record as
+downloads, and the move clock.
+
+Protocol on ``/ws`` (JSON objects). The page sends ``{"action": NAME, ...}``:
+
+====================  ===========================================================================
+action                fields
+====================  ===========================================================================
+``state``             (none): the current state
+``roll``              ``force`` (optional: past the tutor's warning)
+``double``            ``force``
+``take`` / ``pass``   ``force``
+``move``              ``from`` (1..24, 25 the bar, 26 the hand), ``to`` (0: off), person's numbering
+``choose_double``     ``die`` (acey-deucey)
+``undo`` / ``confirm``  ``confirm`` takes ``force``
+``resign``            ``level``: ``single``, ``gammon`` or ``backgammon``
+``next_game``         (none)
+``hint``              (none)
+``settings``          ``changes``: ``{"tutor": true, "clock_seconds": 20, ...}``
+====================  ===========================================================================
+
+The server answers ``{"type": "update", "events": [...], "state": {...}}`` (every connected page
+gets the update), ``{"type": "hint", "hint": {...}}``, or ``{"type": "refused", "message": "..."}``
+for a request the rules or the state do not allow (nothing changes). Before every request, and every
+quarter second, the clock is checked (``Session.tick``), so a page that waits past zero sees the
+setting applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from importlib import resources
+
+from starlette.applications import Starlette
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from bgtrain.arena.matfile import MONEY_NOTE, format_match
+from bgtrain.web.game import Refused, Session
+from bgtrain.web.record import mat_match
+from bgtrain.web.view import session_view
+
+STATIC = resources.files("bgtrain.web") / "static"
+TICK_SECONDS = 0.25
+
+
+class GameServer:
+    """One session served to any number of pages (tabs) at once; requests run one at a time."""
+
+    def __init__(self, session: Session, model: str = "") -> None:
+        self.session = session
+        self.model = model
+        self.lock = asyncio.Lock()
+        self.sockets: set[WebSocket] = set()
+
+    def state(self) -> dict:
+        return session_view(self.session, self.model)
+
+    def handle(self, message: dict) -> dict:
+        """One request, synchronously (the bot's thinking runs here): the answer to send."""
+        session = self.session
+        events = session.tick()
+        if not isinstance(message, dict):
+            return {"type": "refused", "message": "a request is a JSON object with an 'action'"}
+        action = message.get("action")
+        force = bool(message.get("force", False))
+        try:
+            if action == "state":
+                pass
+            elif action == "hint":
+                return {"type": "hint", "hint": session.hint(), "events": events}
+            elif action in ("roll", "double", "take", "confirm"):
+                events += getattr(session, action)(force=force)
+            elif action == "pass":
+                events += session.pass_(force=force)
+            elif action == "move":
+                events += session.move(_integer(message, "from"), _integer(message, "to"))
+            elif action == "choose_double":
+                events += session.choose_double(_integer(message, "die"))
+            elif action in ("undo", "next_game"):
+                events += getattr(session, action)()
+            elif action == "resign":
+                events += session.resign(str(message.get("level", "")))
+            elif action == "settings":
+                changes = message.get("changes")
+                if not isinstance(changes, dict):
+                    raise Refused("settings needs 'changes', an object of setting: value")
+                events += session.change_settings(**changes)
+            else:
+                raise Refused(f"unknown action {action!r}")
+        except Refused as refusal:
+            answer = {"type": "refused", "message": str(refusal)}
+            if events:  # the clock ran out before the request: show that
+                answer["update"] = {"type": "update", "events": events, "state": self.state()}
+            return answer
+        return {"type": "update", "events": events, "state": self.state()}
+
+    async def request(self, message) -> dict:
+        async with self.lock:
+            try:
+                return await asyncio.to_thread(self.handle, message)
+            except Exception as error:  # a fault of ours: say so, keep serving
+                logging.getLogger(__name__).exception("request %r failed", message)
+                return {"type": "refused", "message": f"internal error: {type(error).__name__}: {error}"}
+
+    async def broadcast(self, answer: dict, sender: WebSocket | None = None) -> None:
+        for socket in list(self.sockets):
+            if socket is sender:
+                continue
+            with contextlib.suppress(Exception):
+                await socket.send_json(answer)
+
+    async def run_clock(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            session = self.session
+            if session.deadline is None or session.clock() < session.deadline:
+                continue
+            async with self.lock:
+                events = await asyncio.to_thread(session.tick)
+            if events:
+                await self.broadcast({"type": "update", "events": events, "state": self.state()})
+
+
+def _integer(message: dict, name: str) -> int:
+    value = message.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).lstrip("-").isdigit():
+        raise Refused(f"{name!r} must be a whole number, not {value!r}")
+    return int(value)
+
+
+def create_app(session: Session, model: str = "", clock_task: bool = True) -> Starlette:
+    """The app serving ``session``. ``clock_task``: run the background clock (tests drive it
+    through requests instead)."""
+    server = GameServer(session, model)
+
+    async def index(request):
+        return FileResponse(str(STATIC / "index.html"), media_type="text/html")
+
+    async def record_mat(request):
+        try:
+            match = mat_match(_games(session), session.settings.match_length, session.settings.names,
+                              session.rules)
+        except ValueError as error:
+            return PlainTextResponse(str(error), status_code=409)
+        text = format_match(match)
+        if session.settings.jacoby:
+            # matfile's note is for bgtrain's cubeless benchmark games; these follow the Jacoby rule,
+            # as GNU Backgammon does by default.
+            text = text.replace(MONEY_NOTE, "; bgtrain play: money games under the Jacoby rule.\n")
+        return Response(text, media_type="text/plain",
+                        headers={"Content-Disposition": 'attachment; filename="bgtrain-game.mat"'})
+
+    async def record_json(request):
+        async with server.lock:
+            return JSONResponse(session.to_json(),
+                                headers={"Content-Disposition": 'attachment; filename="bgtrain-session.json"'})
+
+    async def socket(websocket: WebSocket):
+        await websocket.accept()
+        server.sockets.add(websocket)
+        try:
+            await websocket.send_json({"type": "update", "events": [], "state": server.state()})
+            while True:
+                try:
+                    message = json.loads(await websocket.receive_text())
+                except ValueError:
+                    await websocket.send_json({"type": "refused", "message": "a request must be a JSON object"})
+                    continue
+                answer = await server.request(message)
+                await websocket.send_json(answer)
+                update = answer if answer["type"] == "update" else answer.get("update")
+                if update and (update["events"] or message.get("action") != "state"):
+                    await server.broadcast(update, websocket)
+        except (WebSocketDisconnect, RuntimeError):
+            pass
+        finally:
+            server.sockets.discard(websocket)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        task = asyncio.create_task(server.run_clock()) if clock_task else None
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    app = Starlette(routes=[
+        Route("/", index),
+        Route("/record.mat", record_mat),
+        Route("/session.json", record_json),
+        WebSocketRoute("/ws", socket),
+        Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
+    ], lifespan=lifespan)
+    app.state.server = server
+    return app
+
+
+def _games(session: Session) -> list[dict]:
+    """The finished games, and the one in progress if it has begun."""
+    games = list(session.games)
+    if session.phase not in ("game_over", "match_over") and session.events:
+        games.append({"number": session.game_number, "score_before": session.score_before,
+                      "events": session.events})
+    return games

@@ -1,0 +1,65 @@
+"""The session on disk: its whole state as JSON, written atomically after every action, and read
+back into a fresh ``Session`` (``Session.to_json`` / ``Session.from_json``).
+
+The turn in progress is kept as its partial play (the node of ``bgtrain.web.turn`` and the undo
+history); the tree itself is rebuilt from the position and the dice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from bgtrain.web.turn import Node, TurnTree
+
+FIELDS = ("score", "game_number", "crawford", "crawford_done", "games", "phase", "turn", "board",
+          "cube_value", "cube_owner", "dice", "deadline", "offered", "cube_considered", "events",
+          "decisions", "result", "score_before")
+
+
+def session_state(session) -> dict:
+    data = {name: getattr(session, name) for name in FIELDS}
+    data["variant"] = session.rules.name
+    data["settings"] = asdict(session.settings)
+    data["dice_source"] = session.dice_source.state()
+    data["node"] = asdict(session.node) if session.node else None
+    data["history"] = [asdict(node) for node in session.history]
+    return data
+
+
+def check_variant(data: dict, rules) -> None:
+    if data["variant"] != rules.name:
+        raise ValueError(f"the saved session plays {data['variant']}, the model {rules.name}")
+
+
+def _node(item: dict) -> Node:
+    return Node(tuple(item["board"]), tuple(item["dice_left"]), item["stage"])
+
+
+def restore(session, data: dict) -> None:
+    """Fill a freshly made session (same evaluator, settings and dice) with the saved state."""
+    for name in FIELDS:
+        setattr(session, name, data[name])
+    session.board = tuple(session.board)
+    session.dice = tuple(session.dice) if session.dice else None
+    if session.phase == "move":
+        session.tree = TurnTree(session.board, session.dice, session.rules)
+        session.node = _node(data["node"])
+        session.history = [_node(item) for item in data["history"]]
+
+
+def write_atomically(path: Path, data: dict) -> None:
+    """``data`` as JSON at ``path``: a temporary file in the same directory renamed into place, so a
+    reader (or a crash) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as file:
+            json.dump(data, file)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
