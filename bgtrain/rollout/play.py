@@ -76,6 +76,9 @@ class RolloutSettings:
         return MoneyGame(jacoby=self.jacoby)
 
 
+DEFAULT_SETTINGS = RolloutSettings()
+
+
 @dataclass(frozen=True)
 class _Games:
     """The live games, compacted, each seen from the side to move. ``ids`` index the output rows;
@@ -159,7 +162,7 @@ def _cubes(cubes, count: int) -> list[CubeState]:
 def rollout(
     evaluator: Evaluator,
     boards: torch.Tensor,
-    settings: RolloutSettings = RolloutSettings(),
+    settings: RolloutSettings = DEFAULT_SETTINGS,
     *,
     seed: int = 0,
     first_trial: int = 0,
