@@ -1,7 +1,7 @@
 """Rollout throughput (``bgtrain.rollout``) against GNU Backgammon's, in the same run, on this CPU.
 
     python scripts/bench_rollout.py [--model checkpoints/bgtrain-default.pt] [--position 4HPwATDgc/ABMA]
-                                    [--trials 1296] [--vr-trials 324] [--gnubg-games 648] [--truncate 11]
+                                    [--trials 1296] [--vr-trials 144] [--gnubg-games 324] [--truncate 11]
                                     [--runs 3] [--threads 1,2] [--json FILE]
 
 For each thread count and each run: our 0-ply rollout of the position (whole games and truncated at
@@ -101,8 +101,8 @@ def main() -> int:
     parser.add_argument("--model", default="checkpoints/bgtrain-default.pt")
     parser.add_argument("--position", default="4HPwATDgc/ABMA")
     parser.add_argument("--trials", type=int, default=1296, help="trials of our plain rollouts")
-    parser.add_argument("--vr-trials", type=int, default=324, help="trials of our variance-reduced rollouts")
-    parser.add_argument("--gnubg-games", type=int, default=648)
+    parser.add_argument("--vr-trials", type=int, default=144, help="trials of our variance-reduced rollouts")
+    parser.add_argument("--gnubg-games", type=int, default=324)
     parser.add_argument("--truncate", type=int, default=11)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
@@ -142,7 +142,8 @@ def main() -> int:
                                                                                  seed=args.seed))
                 equity, error = result.equity()
                 raw_error = result.equity(raw=True)[1]
-                entry = figures.setdefault(name, {"ours": [], "ours_cpu": [], "gnubg": [], "ratio": []})
+                entry = figures.setdefault(name, {"ours": [], "ours_cpu": [], "gnubg": [], "gnubg_cpu": [], "ratio": [],
+                                                  "ratio_cpu": []})
                 entry["ours"].append(trials / wall)
                 entry["ours_cpu"].append(trials / cpu)
                 entry["signature"] = round(float(equity[0]), 6)
@@ -151,13 +152,16 @@ def main() -> int:
                         f"({trials / cpu:7.1f} per CPU s, {float(result.plies.double().mean()):4.1f} plies), "
                         f"equity {float(equity[0]):+.4f} ± {float(error[0]):.4f}")
                 if have_gnubg and not settings.variance_reduction:
-                    plies, gnubg_wall, _ = timed(lambda t=truncate, r=run: gnubg_trials(
+                    plies, gnubg_wall, gnubg_cpu = timed(lambda t=truncate, r=run: gnubg_trials(
                         args.position, args.gnubg_games, args.seed + r, t, False))
-                    gnubg_rate = args.gnubg_games / gnubg_wall
+                    gnubg_rate, gnubg_cpu_rate = args.gnubg_games / gnubg_wall, args.gnubg_games / gnubg_cpu
                     entry["gnubg"].append(gnubg_rate)
+                    entry["gnubg_cpu"].append(gnubg_cpu_rate)
                     entry["ratio"].append(trials / wall / gnubg_rate)
-                    line += (f" | gnubg {gnubg_rate:6.1f} trials/s ({plies / args.gnubg_games:4.1f} plies), "
-                             f"ratio {trials / wall / gnubg_rate:5.2f}")
+                    entry["ratio_cpu"].append(trials / cpu / gnubg_cpu_rate)
+                    line += (f" | gnubg {gnubg_rate:6.1f} trials/s ({gnubg_cpu_rate:6.1f} per CPU s, "
+                             f"{plies / args.gnubg_games:4.1f} plies), ratio {trials / wall / gnubg_rate:5.2f} "
+                             f"(per CPU s {trials / cpu / gnubg_cpu_rate:5.2f})")
                     if truncate is None and run == 0:
                         _, leaf_wall, _ = timed(lambda: gnubg_trials(args.position, args.gnubg_games,
                                                                      args.seed, None, True))
@@ -169,8 +173,9 @@ def main() -> int:
             line = (f"    {name:<36} ours {statistics.median(entry['ours']):7.1f} trials/s "
                     f"({statistics.median(entry['ours_cpu']):7.1f} per CPU s)")
             if entry["gnubg"]:
-                line += (f", gnubg {statistics.median(entry['gnubg']):6.1f}/s, ratio median "
-                         f"{statistics.median(entry['ratio']):.2f}")
+                line += (f", gnubg {statistics.median(entry['gnubg']):6.1f}/s "
+                         f"({statistics.median(entry['gnubg_cpu']):6.1f} per CPU s), ratio median "
+                         f"{statistics.median(entry['ratio']):.2f} (per CPU s {statistics.median(entry['ratio_cpu']):.2f})")
             if "variance reduction" in name:
                 line += (f"; standard error {entry['error']:.4f} vs {entry['raw_error']:.4f} without: "
                          f"{entry['raw_error'] / entry['error']:.1f}x lower at equal trials")

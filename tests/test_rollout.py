@@ -119,6 +119,32 @@ def test_variance_reduction_lowers_the_error_without_bias(evaluator):
     assert torch.equal(same.raw_outcomes, reduced.raw_outcomes)
 
 
+@pytest.mark.slow
+def test_variance_reduction_on_whole_games(evaluator):
+    reduced = rollout(evaluator, CONTACT, trials=324, seed=21)
+    plain = rollout(evaluator, CONTACT, RolloutSettings(variance_reduction=False), trials=324, seed=22)
+    equity, error = reduced.equity()
+    plain_equity, plain_error = plain.equity()
+    assert bool((plain_error >= 3 * error).all()), (plain_error, error)
+    assert bool(((equity - plain_equity).abs() <= 2 * torch.sqrt(error**2 + plain_error**2)).all())
+
+
+class EverythingIsALeaf:
+    """A leaf source that knows every position: the hook a two-sided database plugs into."""
+
+    def covers(self, board):
+        return torch.ones(board.shape[0], dtype=torch.bool)
+
+    def outcomes(self, board):
+        return torch.tensor([[0.25, 0.1, 0.0, 0.05, 0.0]]).expand(board.shape[0], 5)
+
+
+def test_a_leaf_source_plugs_in(evaluator):
+    result = rollout(evaluator, CONTACT, trials=36, leaf=EverythingIsALeaf())
+    assert bool((result.plies == 0).all())
+    assert torch.allclose(result.probabilities()[0], torch.tensor([0.25, 0.1, 0.0, 0.05, 0.0]).double())
+
+
 # --- determinism, sharding, truncation --------------------------------------------------------------
 
 

@@ -41,6 +41,8 @@ from bgtrain.rollout.chunks import DEFAULT_CHUNK, rollout_in_chunks
 from bgtrain.rollout.plays import rollout_plays
 from engine.position_id import encode_position_id, split_checkers_in_hand
 
+TARGET_CHUNK = 324  # a quarter of a complete stratification: four stopping checks per 1296 trials
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("positions", nargs="+", metavar="POSITION", help="GNU Backgammon position ID or XGID")
@@ -52,8 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dice", help="roll out the candidate plays of this roll, e.g. 31")
     parser.add_argument("--top", type=int, default=5, help="with --dice: at most this many plays (default 5)")
     parser.add_argument("--target-se", type=float, metavar="X", help="stop once every equity's error is <= X")
-    parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK,
-                        help=f"trials per chunk between progress updates and stopping checks (default {DEFAULT_CHUNK})")
+    parser.add_argument("--chunk", type=int, help="trials per chunk between progress updates and stopping checks "
+                        f"(default {DEFAULT_CHUNK}, {TARGET_CHUNK} with --target-se; smaller chunks are smaller "
+                        "batches, which run slower)")
     parser.add_argument("--no-variance-reduction", action="store_true", help="plain results, no luck correction")
     parser.add_argument("--seed", type=int, default=0, help="dice seed (default 0)")
     parser.add_argument("--model", help="checkpoint or .onnx model (default checkpoints/bgtrain-default.pt)")
@@ -79,7 +82,7 @@ def _settings(args: argparse.Namespace) -> RolloutSettings:
         raise ValueError(f"--truncate must be >= 1 plies, not {args.truncate} (leave it out for whole games)")
     if args.ply < 0:
         raise ValueError(f"--ply must be >= 0, not {args.ply}")
-    if args.chunk < 1:
+    if args.chunk is not None and args.chunk < 1:
         raise ValueError(f"--chunk must be >= 1, not {args.chunk}")
     if args.target_se is not None and not args.target_se > 0:
         raise ValueError(f"--target-se must be > 0, not {args.target_se}")
@@ -112,7 +115,8 @@ def build_report(args: argparse.Namespace) -> dict:
         raise ValueError("--dice rolls out the plays of one position: give exactly one POSITION")
     boards = torch.stack([board for board, *_ in parsed]).to(device)
     cubes = [_cube(setting, text) for (_, _, _, setting), text in zip(parsed, args.positions)]
-    chunking = {"seed": args.seed, "trials": args.trials, "chunk": args.chunk, "target_error": args.target_se,
+    chunk = args.chunk or (TARGET_CHUNK if args.target_se else DEFAULT_CHUNK)
+    chunking = {"seed": args.seed, "trials": args.trials, "chunk": chunk, "target_error": args.target_se,
                 "progress": not args.quiet}
     report: dict = {
         "model": str(model),
