@@ -191,7 +191,9 @@ def test_truncation_takes_the_zero_ply_value_at_the_cut(evaluator):
 def test_candidate_plays_share_their_dice(database):
     wide = Evaluator.from_path(MODEL, bearoff=database, move_filter=MoveFilter(keep=3, threshold=1.0))
     board = decode_position_id(START)
-    plays = rollout_plays(wide, board, (3, 1), RolloutSettings(truncate=6), top=3, trials=72, seed=1)
+    # Without variance reduction the dice are most of the noise, and the common dice cancel part of it.
+    plain = RolloutSettings(truncate=6, variance_reduction=False)
+    plays = rollout_plays(wide, board, (3, 1), plain, top=3, trials=72, seed=1)
     assert len(plays.plays) == 3 and plays.plays[0] == "8/5 6/5"
     assert bool((plays.result.streams == 0).all())
     equity, error = plays.equities()
@@ -200,7 +202,7 @@ def test_candidate_plays_share_their_dice(database):
     assert float(difference[best]) == 0.0 and float(difference_error[best]) == 0.0
     assert bool((difference <= 0).all())
     for row in range(3):
-        if row != best:  # common dice: the difference is far better known than either equity
+        if row != best:  # common dice: the difference is better known than independent trials would give
             assert float(difference_error[row]) < math.hypot(float(error[row]), float(error[best]))
     assert torch.allclose(difference, equity - equity[best])
 
