@@ -1,0 +1,190 @@
+"""Rollout throughput (``bgtrain.rollout``) against GNU Backgammon's, in the same run, on this CPU.
+
+    python scripts/bench_rollout.py [--model checkpoints/bgtrain-default.pt] [--position 4HPwATDgc/ABMA]
+                                    [--trials 1296] [--vr-trials 144] [--gnubg-games 324] [--truncate 11]
+                                    [--runs 3] [--threads 1,2] [--json FILE]
+
+For each thread count and each run: our 0-ply rollout of the position (whole games and truncated at
+``--truncate`` plies, with and without variance reduction), then GNU Backgammon (``gnubg-nn``) playing
+the same kind of trials with its own 0-ply checker play. Prints trials per second of every run (wall
+clock and per CPU second), their medians, the ratio ours / gnubg of each run, the standard error
+with and without variance reduction on the same games, and a signature (the rollout's equity for the
+fixed seed, which is deterministic: a change in the engine, the dice or the evaluator shows up there).
+
+The GNU Backgammon reference. ``gnubg-nn`` has a ``rollout`` function, but the 1.1.0a11 wheel misreads
+its arguments: its compiled argument parsing leaves out the board, so it crashes when given the
+number of games and, given only a position, rolls out an uninitialised board (the start position
+comes back as a certain win). This script shows both in a subprocess. The reference is therefore
+gnubg-nn's 0-ply ``best_move`` playing the trials move by move from Python (one call per ply, the
+position passed back as gnubg's own key), exactly the games its rollout would play: whole games, or
+``--truncate`` plies; gnubg-nn is single-threaded. Our trials stop at the bear-off database (the
+default, as GNU's rollouts do); gnubg's whole games are also timed stopping where ours would, when
+both sides are bearing off.
+
+Threads default to 1 and 2 (the machine has 2 cores shared with other work: figures are noisy, so
+every run is printed; the CPU-time rates are steadier than the wall-clock ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bgtrain.evaluator import Evaluator
+from bgtrain.rollout import RolloutSettings, rollout
+from engine.position_id import decode_position_id
+
+BROKEN_ROLLOUT_PROBE = """
+import gnubg_nn
+board = gnubg_nn.board_from_position_id({position!r})
+opponent, mover = board
+# gnubg-nn's 26-entry rollout board: [mover's bar, opponent's points 1..24 as signed counts, opponent's bar]
+flat = [mover[24]] + [mover[24 - k] if mover[24 - k] else -opponent[k - 1] for k in range(1, 25)] + [-opponent[24]]
+print("rollout(position) ->", gnubg_nn.rollout(flat), flush=True)
+print("rollout(position, 36, 0, ro_over, 500) ->", gnubg_nn.rollout(flat, 36, 0, gnubg_nn.ro_over, 500), flush=True)
+"""
+
+
+def probe_gnubg_rollout(position: str) -> str:
+    """What ``gnubg_nn.rollout`` does with the position, run in a subprocess (it may crash)."""
+    process = subprocess.run([sys.executable, "-c", BROKEN_ROLLOUT_PROBE.format(position=position)],
+                             check=False, capture_output=True, text=True, timeout=120)
+    lines = process.stdout.strip().splitlines()
+    if process.returncode < 0:
+        lines.append(f"(the process died with signal {-process.returncode})")
+    return "\n".join("    " + line for line in lines)
+
+
+def gnubg_trials(position: str, games: int, seed: int, truncate: int | None, stop_at_bearoff: bool) -> int:
+    """gnubg-nn's 0-ply play of ``games`` trials of ``position``, move by move; returns the plies played."""
+    import gnubg_nn
+
+    best_move, from_key = gnubg_nn.best_move, gnubg_nn.board_from_position_key
+    start = gnubg_nn.board_from_position_id(position)
+    dice = random.Random(seed)
+    plies = 0
+    for _ in range(games):
+        board, turn = start, 0
+        while truncate is None or turn < truncate:
+            opponent, mover = board
+            if stop_at_bearoff and sum(mover[6:]) == 0 and sum(opponent[6:]) == 0:
+                break
+            # best_move(..., b=1) also returns the key of the position after the move, sides swapped:
+            # the next player's position, in gnubg's own encoding.
+            _, key = best_move(board, dice.randint(1, 6), dice.randint(1, 6), b=1)
+            board = from_key(key)
+            turn += 1
+            if sum(board[0]) == 0:  # the side that just moved has borne off every checker
+                break
+        plies += turn
+    return plies
+
+
+def timed(function):
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = function()
+    return value, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="checkpoints/bgtrain-default.pt")
+    parser.add_argument("--position", default="4HPwATDgc/ABMA")
+    parser.add_argument("--trials", type=int, default=1296, help="trials of our plain rollouts")
+    parser.add_argument("--vr-trials", type=int, default=144, help="trials of our variance-reduced rollouts")
+    parser.add_argument("--gnubg-games", type=int, default=324)
+    parser.add_argument("--truncate", type=int, default=11)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args()
+
+    try:
+        import gnubg_nn  # noqa: F401
+        have_gnubg = True
+    except ImportError:
+        have_gnubg = False
+        print("gnubg-nn is not installed (pip install gnubg-nn): our figures only")
+    if have_gnubg:
+        print(f"gnubg_nn.rollout on {args.position} (expected: about 0.5 to win, not a certain win):")
+        print(probe_gnubg_rollout(args.position))
+
+    evaluator = Evaluator.from_path(args.model)
+    board = decode_position_id(args.position).unsqueeze(0)
+    modes = {
+        "whole games": (RolloutSettings(variance_reduction=False), args.trials, None),
+        f"truncated at {args.truncate}": (RolloutSettings(variance_reduction=False, truncate=args.truncate),
+                                          args.trials, args.truncate),
+        "whole games, variance reduction": (RolloutSettings(), args.vr_trials, None),
+        f"truncated at {args.truncate}, variance reduction": (RolloutSettings(truncate=args.truncate),
+                                                               args.vr_trials, args.truncate),
+    }
+    report: dict = {"position": args.position, "model": args.model, "runs": {}}
+    rollout(evaluator, board, RolloutSettings(), trials=72, seed=99)  # compile the engine's kernels first
+    for threads in (int(text) for text in args.threads.split(",")):
+        torch.set_num_threads(threads)
+        print(f"\n{threads} thread(s), {args.runs} runs, position {args.position}, 0-ply checker play:")
+        figures: dict = {}
+        for run in range(args.runs):
+            for name, (settings, trials, truncate) in modes.items():
+                result, wall, cpu = timed(lambda s=settings, t=trials: rollout(evaluator, board, s, trials=t,
+                                                                                 seed=args.seed))
+                equity, error = result.equity()
+                raw_error = result.equity(raw=True)[1]
+                entry = figures.setdefault(name, {"ours": [], "ours_cpu": [], "gnubg": [], "gnubg_cpu": [], "ratio": [],
+                                                  "ratio_cpu": []})
+                entry["ours"].append(trials / wall)
+                entry["ours_cpu"].append(trials / cpu)
+                entry["signature"] = round(float(equity[0]), 6)
+                entry["error"], entry["raw_error"] = float(error[0]), float(raw_error[0])
+                line = (f"  run {run + 1}  {name:<36} ours {trials / wall:7.1f} trials/s "
+                        f"({trials / cpu:7.1f} per CPU s, {float(result.plies.double().mean()):4.1f} plies), "
+                        f"equity {float(equity[0]):+.4f} ± {float(error[0]):.4f}")
+                if have_gnubg and not settings.variance_reduction:
+                    plies, gnubg_wall, gnubg_cpu = timed(lambda t=truncate, r=run: gnubg_trials(
+                        args.position, args.gnubg_games, args.seed + r, t, False))
+                    gnubg_rate, gnubg_cpu_rate = args.gnubg_games / gnubg_wall, args.gnubg_games / gnubg_cpu
+                    entry["gnubg"].append(gnubg_rate)
+                    entry["gnubg_cpu"].append(gnubg_cpu_rate)
+                    entry["ratio"].append(trials / wall / gnubg_rate)
+                    entry["ratio_cpu"].append(trials / cpu / gnubg_cpu_rate)
+                    line += (f" | gnubg {gnubg_rate:6.1f} trials/s ({gnubg_cpu_rate:6.1f} per CPU s, "
+                             f"{plies / args.gnubg_games:4.1f} plies), ratio {trials / wall / gnubg_rate:5.2f} "
+                             f"(per CPU s {trials / cpu / gnubg_cpu_rate:5.2f})")
+                    if truncate is None and run == 0:
+                        _, leaf_wall, _ = timed(lambda: gnubg_trials(args.position, args.gnubg_games,
+                                                                     args.seed, None, True))
+                        entry["gnubg_to_bearoff"] = args.gnubg_games / leaf_wall
+                        line += f" (to the bear-off: {args.gnubg_games / leaf_wall:.1f}/s)"
+                print(line, flush=True)
+        print(f"  medians, {threads} thread(s):")
+        for name, entry in figures.items():
+            line = (f"    {name:<36} ours {statistics.median(entry['ours']):7.1f} trials/s "
+                    f"({statistics.median(entry['ours_cpu']):7.1f} per CPU s)")
+            if entry["gnubg"]:
+                line += (f", gnubg {statistics.median(entry['gnubg']):6.1f}/s "
+                         f"({statistics.median(entry['gnubg_cpu']):6.1f} per CPU s), ratio median "
+                         f"{statistics.median(entry['ratio']):.2f} (per CPU s {statistics.median(entry['ratio_cpu']):.2f})")
+            if "variance reduction" in name:
+                line += (f"; standard error {entry['error']:.4f} vs {entry['raw_error']:.4f} without: "
+                         f"{entry['raw_error'] / entry['error']:.1f}x lower at equal trials")
+            print(line + f"; signature {entry['signature']:+.6f}")
+        report["runs"][threads] = figures
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
