@@ -10,6 +10,8 @@ import pytest
 import torch
 
 from bgtrain.bearoff import build_bearoff_database, default_path
+from bgtrain.bearoff_two_sided import build_two_sided_database
+from bgtrain.bearoff_two_sided import default_path as two_sided_default_path
 from bgtrain.cli import main
 from bgtrain.cube import CubeState
 from bgtrain.evaluator import Evaluator, MoveFilter
@@ -232,6 +234,7 @@ def test_cube_in_a_clear_pass(evaluator):
 def small_cache(tmp_path, monkeypatch, database):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     database.save(default_path())
+    build_two_sided_database(2).save(two_sided_default_path())  # small: the CLI must not build the full one
 
 
 def test_cli_smoke(small_cache, capsys):

@@ -4,10 +4,11 @@ A leaf source has ``covers(board) -> bool[B]`` (``int8[B, 28]`` positions before
 ``outcomes(board) -> float32[N, 5]`` for covered rows, for their side to move (``bgtrain.outcomes``).
 GNU Backgammon's rollouts stop a trial the same way once its bear-off databases hold the position.
 
-Where the leaves come from (``exact_leaf``): an evaluator that defines ``exact_leaf`` (a future exact
-two-sided bear-off database plugs in there, with the same two methods) gives that; otherwise its
-one-sided bear-off database (``bgtrain.bearoff``), exact in the sense that module states: both sides
-bearing off, each playing to minimise its expected number of rolls.
+Where the leaves come from (``exact_leaf``): an evaluator that defines ``exact_leaf`` (any object with
+the same two methods) gives that; otherwise its bear-off databases: the two-sided one
+(``bgtrain.bearoff_two_sided``, exact: both sides playing to win) where it covers the position, else the
+one-sided one (``bgtrain.bearoff``, exact in the sense that module states: both sides bearing off, each
+playing to minimise its expected number of rolls).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Protocol
 import torch
 
 from bgtrain.bearoff import BearoffDatabase
+from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase, bearoff_outcomes
 from engine.rules import Rules
 
 
@@ -31,17 +33,24 @@ class ExactLeaf(Protocol):
 
 
 class BearoffLeaf:
-    """The one-sided bear-off database as a leaf source."""
+    """The bear-off databases as a leaf source: the two-sided one's values where it covers a position,
+    the one-sided one's elsewhere in its range (``bearoff_outcomes``)."""
 
-    def __init__(self, database: BearoffDatabase, rules: Rules) -> None:
+    def __init__(self, database: BearoffDatabase, rules: Rules,
+                 two_sided: TwoSidedBearoffDatabase | None = None) -> None:
         self.database = database
+        self.two_sided = two_sided
         self.rules = rules
 
     def covers(self, board: torch.Tensor) -> torch.Tensor:
+        # The two-sided database's positions are a subset of the one-sided one's (both sides bearing off).
         return self.database.covers(board)
 
     def outcomes(self, board: torch.Tensor) -> torch.Tensor:
-        return self.database.outcomes(board, self.rules).to(torch.float32)
+        index, values = bearoff_outcomes(board, self.rules, self.database, self.two_sided)
+        if index.numel() != board.shape[0]:
+            raise ValueError("bear-off leaf asked for positions its databases do not cover")
+        return values
 
 
 def exact_leaf(evaluator) -> ExactLeaf | None:
@@ -51,5 +60,5 @@ def exact_leaf(evaluator) -> ExactLeaf | None:
     if own is not None:
         return own
     if evaluator.bearoff is not None:
-        return BearoffLeaf(evaluator.bearoff, evaluator.rules)
+        return BearoffLeaf(evaluator.bearoff, evaluator.rules, getattr(evaluator, "two_sided", None))
     return None
