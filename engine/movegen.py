@@ -15,7 +15,9 @@ How it works (all steps are tensor operations over the whole batch):
    moves with one die can be played in that order (a higher checker's move never needs a lower
    one's first), and without it doubles produce about ten times more duplicates.
 3. The dice-usage rule (``_dice_usage_filter``) picks, per position, which finished lines count.
-4. Duplicates are removed with a 64-bit hash of the packed row, checked for exact equality.
+4. Duplicates are removed by one sort on a 64-bit key, the position's index (24 bits) above 40 bits
+   of a hash of the packed board; rows with equal keys are compared in full, and a collision
+   between different boards falls back to an exact sort.
 5. Acey-deucey (``Rules.acey_deucey``): a 1-2 whose two dice were both played goes on with each of
    the six doubles, as a second batched call on its afterstates (``_acey_deucey_turns``).
 
@@ -28,8 +30,10 @@ rides in a padding column of the packed row (``EXTRA_ROLL``), so hashing and ded
 (position, flag) as the afterstate: one position reached both with and without the extra roll (two
 choices of double) is two afterstates.
 
-Internally a row is padded from 28 to 32 int8 columns so that it can be viewed as four int64
-words: copying rows is the main cost, and copying words is about 2.5 times faster than bytes.
+Internally a line is 40 int8 columns viewed as five int64 words: the board padded from 28 to 32
+columns (four words; padding column ``EXTRA_ROLL`` holds the flag) and one word of metadata (the
+input position, the dice, the previous source, the occupied points). Copying rows is the main
+cost, and copying words is about 2.5 times faster than bytes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Random valid positions for tests, built batched; the engine's compile mode for a block."""
+"""Shared test helpers: random valid positions built batched, the engine's compile mode for a block,
+value functions from plain functions."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 from engine import kernels
-from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND
+from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
 from engine.rules import STANDARD, Rules
 
 
@@ -77,3 +78,14 @@ def compile_mode(mode: str):
     if mode == "always" and kernels.compile_failed():
         # Without a working compiler the "compiled" results were op by op: nothing was checked.
         pytest.skip("torch.compile does not work here, so the compiled kernels cannot be tested")
+
+
+class FunctionValue:
+    """A ``bgtrain.static_value.ValueFunction`` from ``evaluate(board int8[N, 28]) -> float[N, 5]``
+    (for the side to move) alone."""
+
+    def __init__(self, evaluate) -> None:
+        self.evaluate = evaluate
+
+    def evaluate_flipped(self, afterstates: torch.Tensor) -> torch.Tensor:
+        return self.evaluate(flip_board(afterstates))

@@ -18,10 +18,10 @@ from bgtrain.bearoff import (
     rank,
 )
 from bgtrain.outcomes import LOSE_BACKGAMMON, LOSE_GAMMON, WIN, WIN_BACKGAMMON, WIN_GAMMON
+from engine.dice import ALL_ROLLS
 from engine.reference import reference_afterstates
 from engine.rules import STANDARD, Rules
 
-ALL_ROLLS = [(high, low) for high in range(1, 7) for low in range(1, high + 1)]
 SMALL = 4  # checkers in the databases built by the fast tests: C(10, 6) = 210 positions
 THREE_CHECKERS = Rules(name="three-checkers", start_points=((24, 1), (13, 1), (6, 1)))
 

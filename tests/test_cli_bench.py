@@ -106,7 +106,6 @@ def _has_gnubg() -> bool:
 
 @pytest.mark.parametrize("flags, mode", [(["--cube"], "money_cubeful"), (["--match", "3"], "match_3")])
 def test_cubeful_bench_runs_and_saves_games(flags, mode, tmp_path, capsys):
-    pytest.importorskip("bgtrain.cube")
     path, games = tmp_path / "cube.json", tmp_path / "games"
     argv = ["bench", str(_tiny_checkpoint(tmp_path)), "pubeval", "--games", "4", "--threads", "1",
             "--json", str(path), "--save-games", str(games), *flags]

@@ -6,8 +6,9 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.encoding import ENCODERS, FirstLayerTable, _escape_table, get_encoder, is_race
+from bgtrain.encoding import ENCODERS, FirstLayerTable, _escape_table, get_encoder
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
+from engine.position_facts import is_race
 from engine.rules import STANDARD, Rules
 
 SHORT = Rules(name="short", start_points=((6, 4), (8, 3), (13, 3)))  # 10 checkers a side

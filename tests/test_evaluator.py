@@ -20,6 +20,7 @@ from bgtrain.outcomes import (
     terminal_outcomes,
 )
 from engine.board import flip_board, pip_counts
+from engine.dice import ALL_ROLLS
 from engine.game import winning_points
 from engine.movegen import legal_afterstates
 from engine.notation import parse_play
@@ -27,7 +28,6 @@ from engine.position_id import decode_position_id
 from engine.random_play import sample_positions
 from engine.rules import STANDARD
 
-ALL_ROLLS = [(high, low) for high in range(1, 7) for low in range(1, high + 1)]
 START = "4HPwATDgc/ABMA"
 
 

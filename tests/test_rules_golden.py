@@ -30,11 +30,11 @@ from engine.board import (
     OPPONENT_BAR,
     OPPONENT_IN_HAND,
 )
+from engine.dice import ALL_ROLLS
 from engine.reference import reference_afterstates
 from engine.rules import STANDARD, Rules
 
 IMPLEMENTATIONS = ["reference", "batched"]
-ALL_ROLLS = [(high, low) for high in range(6, 0, -1) for low in range(high, 0, -1)]  # the 21 rolls
 
 # A variant whose checkers start in hand (index 26), for the entering-from-hand cases.
 IN_HAND_RULES = Rules(name="in-hand test", start_points=((6, 13),), start_in_hand=2)

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bgtrain.arena.agents import Agent, GreedyValueAgent
+from bgtrain.arena.agents import Agent
 from bgtrain.arena.duel import MirroredDice, _LiveDice, choose_moves
-from engine.board import flip_board, pip_counts
+from bgtrain.cube.efficiency import cube_efficiency
 from engine.game import new_games, play
 from engine.rules import STANDARD, Rules
 from engine.state import State
@@ -44,28 +44,10 @@ def cube_probabilities(agent: Agent):
     before its roll, or None for agents that have none (they never double and always take)."""
     if hasattr(agent, "cube_probabilities"):
         return agent.cube_probabilities
-    if isinstance(agent, GreedyValueAgent):
-        # evaluate_next_side(a) = evaluate(flip_board(a)), so evaluate(b) = evaluate_next_side(flip_board(b)).
-        return lambda board: agent.evaluate_next_side(flip_board(board))
     evaluator = getattr(agent, "evaluator", None)
     if evaluator is not None and hasattr(evaluator, "probabilities"):
         return lambda board: evaluator.probabilities(board, agent.ply)
     return None
-
-
-def _efficiency(board: torch.Tensor) -> torch.Tensor:
-    """Janowski's cube efficiency per position (``bgtrain.cube.CubeEfficiency``), by kind: contact,
-    race, or bear-off (every checker of both sides home)."""
-    from bgtrain.arena.pubeval import is_race
-    from bgtrain.cube import DEFAULT_EFFICIENCY, PositionKind
-
-    race = is_race(board)
-    mover_pips, _ = pip_counts(board)
-    home = ((board[:, 7:26] > 0).sum(1) == 0) & ((board[:, 0:19] < 0).sum(1) == 0)
-    kind = torch.full(race.shape, int(PositionKind.CONTACT), dtype=torch.long, device=board.device)
-    kind = torch.where(race, int(PositionKind.RACE), kind)
-    kind = torch.where(race & home, int(PositionKind.BEAROFF), kind)
-    return DEFAULT_EFFICIENCY.of(kind.cpu(), mover_pips.cpu())
 
 
 @dataclass
@@ -204,7 +186,7 @@ def play_cube_duel(
             if not rows or probabilities[who] is None:
                 continue
             boards = state.board[torch.tensor(rows, device=device)]
-            efficiency = _efficiency(boards)
+            efficiency = cube_efficiency(boards).cpu()
             cubes, games = _cube_contexts(rows, slot_list, seats, cube_value, owner, score, crawford,
                                           match_length, met, money)
             probs = probabilities[who](boards).to(torch.float64).cpu()
