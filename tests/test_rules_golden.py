@@ -31,7 +31,7 @@ from engine.board import (
     OPPONENT_IN_HAND,
 )
 from engine.dice import ALL_ROLLS
-from engine.reference import reference_afterstates
+from engine.reference import move_checker, reference_afterstates
 from engine.rules import STANDARD, Rules
 
 IMPLEMENTATIONS = ["reference", "batched"]
@@ -72,14 +72,8 @@ def moved(board: tuple[int, ...], *steps: tuple[int, int]) -> tuple[int, ...]:
     """``board`` after moving one mover checker for each ``(from, to)``; a blot landed on is hit."""
     after = list(board)
     for source, target in steps:
-        assert after[source] > 0, (source, target)
-        after[source] -= 1
-        if target != 0:
-            if after[target] == -1:
-                after[target] = 0
-                after[OPPONENT_BAR] -= 1
-            assert after[target] >= 0, (source, target)
-            after[target] += 1
+        assert after[source] > 0 and (target == 0 or after[target] >= -1), (source, target)
+        move_checker(after, source, target)
     return tuple(after)
 
 
