@@ -31,7 +31,15 @@ from pathlib import Path
 import torch
 
 from bgtrain.commands.moves import parse_dice, parse_hand
-from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
+from bgtrain.cube import (
+    CubeState,
+    MatchGame,
+    MoneyGame,
+    TakeAction,
+    action_label,
+    cube_decision,
+    owner_from_match_id,
+)
 from bgtrain.cube.efficiency import cube_efficiency
 from bgtrain.evaluator import Evaluator, HintMove
 from bgtrain.outcomes import cubeless_equity
@@ -118,12 +126,10 @@ def parse_position(text: str, rules: Rules = STANDARD) -> tuple[torch.Tensor, tu
             return board, None, "position_id", CubeSetting()
         match = decode_match_id(match_text)
         mover = match.player_on_roll
-        owner = "centred" if match.cube_owner == "centred" else (
-            "mover" if match.cube_owner == f"player{mover}" else "opponent")
         dice = match.dice if match.dice != (0, 0) else None
         setting = CubeSetting(
             value=match.cube_value,
-            owner=owner,
+            owner=owner_from_match_id(match.cube_owner, mover),
             match_length=match.match_length,
             score=(match.score[mover], match.score[1 - mover]),
             crawford=match.crawford,
