@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import bearoff_board, roll_weight
 
 from bgtrain.arena.duel import play_duel
 from bgtrain.bearoff import build_bearoff_database
@@ -32,7 +33,7 @@ START = "4HPwATDgc/ABMA"
 
 
 def weight(roll) -> float:
-    return (1.0 if roll[0] == roll[1] else 2.0) / 36.0
+    return float(roll_weight(roll))
 
 
 
@@ -56,16 +57,6 @@ def evaluator(network, database) -> Evaluator:
 def positions():
     boards, dice = sample_positions(200, seed=7)
     return boards, dice
-
-
-def bearoff_board(mover: tuple[int, ...], opponent: tuple[int, ...]) -> torch.Tensor:
-    """The mover's checkers on its points ``mover``; the opponent's on its own points ``opponent``."""
-    board = torch.zeros(28, dtype=torch.int8)
-    for point in mover:
-        board[point] += 1
-    for point in opponent:
-        board[25 - point] -= 1
-    return board
 
 
 class PipValue:

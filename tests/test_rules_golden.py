@@ -17,18 +17,14 @@ pair (25 = bar, 26 = hand, 0 = off) and sends a blot it lands on to the bar.
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 
 import pytest
+from helpers import board_from_drawing
 
 from engine.board import (
-    BOARD_WIDTH,
     FLIP_PERMUTATION,
-    MOVER_BAR,
-    MOVER_IN_HAND,
     OPPONENT_BAR,
-    OPPONENT_IN_HAND,
 )
 from engine.dice import ALL_ROLLS
 from engine.reference import move_checker, reference_afterstates
@@ -41,31 +37,6 @@ IN_HAND_RULES = Rules(name="in-hand test", start_points=((6, 13),), start_in_han
 
 
 # --- boards as drawings ------------------------------------------------------------------------
-
-
-def board_from_drawing(drawing: str) -> tuple[int, ...]:
-    """Parse a drawing (format in the module docstring) into a 28-int board row."""
-    lines = [line.split() for line in textwrap.dedent(drawing).strip().splitlines()]
-    top_labels, top_cells, bottom_cells, bottom_labels, *extra = lines
-    board = [0] * BOARD_WIDTH
-    for labels, cells in ((top_labels, top_cells), (bottom_labels, bottom_cells)):
-        labels = [label for label in labels if label != "|"]
-        cells = [cell for cell in cells if cell != "|"]
-        assert len(labels) == len(cells) == 12, drawing
-        for label, cell in zip(labels, cells):
-            if cell != ".":
-                assert cell[0] in "XO", cell
-                board[int(label)] = int(cell[1:]) * (1 if cell[0] == "X" else -1)
-    for line in extra:
-        where, mover, opponent = line
-        assert mover[0] == "X" and opponent[0] == "O", line
-        mover_index, opponent_index = {
-            "bar": (MOVER_BAR, OPPONENT_BAR),
-            "hand": (MOVER_IN_HAND, OPPONENT_IN_HAND),
-        }[where]
-        board[mover_index] = int(mover[1:])
-        board[opponent_index] = -int(opponent[1:])
-    return tuple(board)
 
 
 def moved(board: tuple[int, ...], *steps: tuple[int, int]) -> tuple[int, ...]:
