@@ -43,8 +43,9 @@ from dataclasses import dataclass
 import torch
 
 from engine import kernels
-from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, mover_checkers_on_board
+from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR
 from engine.deduplicate import BOARD_WORDS, deduplicate
+from engine.position_facts import has_borne_off
 from engine.rules import STANDARD, Rules
 
 PACKED_WIDTH = 40  # int8 columns per packed line: the board (28), padding, metadata
@@ -424,8 +425,8 @@ def _legal_words(
     blots = None
     if rules.hit_needs_home_checker:
         # Blots that may not be hit while no checker is home; none once a checker is borne off.
-        borne_off = mover_checkers_on_board(board) < rules.checkers_per_side
-        blots = torch.where((board[:, 1:25] == -1) & ~borne_off.unsqueeze(1), source_bit[:24], 0).sum(1)
+        mover_has_off, _ = has_borne_off(board, rules.checkers_per_side)
+        blots = torch.where((board[:, 1:25] == -1) & ~mover_has_off.unsqueeze(1), source_bit[:24], 0).sum(1)
 
     packed = torch.zeros(batch, PACKED_WIDTH, dtype=torch.int8, device=device)
     packed[:, :BOARD_WIDTH] = board

@@ -313,5 +313,5 @@ def test_the_network_can_fit_a_dozen_positions():
         loss = torch.nn.functional.mse_loss(network(board), target)
         loss.backward()
         optimizer.step()
-    assert float(loss) < 1e-3
+    assert loss.item() < 1e-3
     assert torch.allclose(network.evaluate(board), network(board).detach(), atol=1e-5)
