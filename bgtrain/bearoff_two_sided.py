@@ -75,12 +75,12 @@ from bgtrain.bearoff import (
     both_bearing_off,
     home_boards,
     rank,
-    roll_weights,
 )
 from bgtrain.cube.decision import CubeDecision, decide_from_equities
 from bgtrain.cube.state import OWNERS, CubeState, MoneyGame
 from bgtrain.outcomes import NUM_OUTCOMES, WIN
 from engine.board import BOARD_WIDTH, flip_board
+from engine.dice import roll_weights
 from engine.movegen import legal_afterstates
 from engine.rules import STANDARD, Rules
 
@@ -163,7 +163,7 @@ def build_two_sided_database(max_checkers: int = DEFAULT_CHECKERS, device: torch
     no_double = torch.zeros(len(OWNERS), count, count, dtype=torch.float64, device=device)
     no_double[:, :, 0] = -1.0
     no_double[:, 0, 1:] = 1.0
-    weights = roll_weights(device)
+    weights = roll_weights(torch.float64, device)
     for total in range(2, 2 * most_pips + 1):
         for mover_pips in range(max(1, total - most_pips), min(most_pips, total - 1) + 1):
             movers, opponents = levels[mover_pips], levels[total - mover_pips]

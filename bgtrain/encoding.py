@@ -23,7 +23,6 @@ on random boards, which catches an encoder claiming separability it does not hav
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -39,88 +38,18 @@ from engine.board import (
     flip_board,
     pip_counts,
 )
+from engine.position_facts import (
+    COUNT_VALUES,
+    MAX_CHECKERS,
+    TABLE_ROWS,
+    column_count_indices,
+    point_masks,
+    rearmost_points,
+)
 from engine.rules import Rules
 
-MAX_CHECKERS = 15  # Rules allows at most 15 checkers a side, so a column holds a count in -15..15
-COUNT_VALUES = 2 * MAX_CHECKERS + 1
-TABLE_ROWS = BOARD_WIDTH * COUNT_VALUES
-
-
 # ---------------------------------------------------------------------------------------------------
-# Position features shared by encoders, evaluation and the outcome clamps.
-
-
-def is_race(board: torch.Tensor) -> torch.Tensor:
-    """No checker of either side can ever meet an opposing one again: ``int8[..., 28]`` -> ``bool[...]``.
-
-    The mover travels down (24 -> 1) and the opponent up, so they are past each other exactly when every
-    mover checker sits on a lower point than every opponent checker, with no checker on a bar or in hand.
-    """
-    flat = board.reshape(-1, BOARD_WIDTH)
-    mover_back, opponent_front = _rearmost_points(_point_aggregates(flat))
-    # A waiting checker makes the mover's rearmost point 25 or the opponent's frontmost 0: never a race.
-    return (mover_back < opponent_front).reshape(board.shape[:-1])
-
-
-class _Aggregates(NamedTuple):
-    """Per board: bitmasks (bit p - 1 for the mover's point p) and counts of checkers waiting to enter."""
-
-    mover_occupied: torch.Tensor  # long[B]
-    mover_made: torch.Tensor  # long[B], points with >= 2 of the mover's checkers
-    opponent_occupied: torch.Tensor  # long[B]
-    opponent_made: torch.Tensor  # long[B]
-    mover_waiting: torch.Tensor  # bool[B], a checker on the bar or in hand
-    opponent_waiting: torch.Tensor  # bool[B]
-
-
-def _point_aggregates(board: torch.Tensor) -> _Aggregates:
-    # Every aggregate is a sum over columns of a function of (column, count), so one narrow embedding_bag
-    # over the first-layer indices computes them all: measured 10x faster than reductions over [B, 24]
-    # of booleans or int8, which PyTorch does not vectorise well on a CPU.
-    sums = F.embedding_bag(first_layer_indices(board), _aggregate_table(board.device), mode="sum")
-    masks = sums[:, :4].to(torch.long)  # exact: sums of distinct powers of two below 2 ** 24
-    return _Aggregates(*masks.unbind(-1), sums[:, 4] > 0, sums[:, 5] > 0)
-
-
-def _rearmost_points(aggregates: _Aggregates) -> tuple[torch.Tensor, torch.Tensor]:
-    """``long[B]`` each, in the mover's numbering: the mover's rearmost checker (25 when waiting to enter,
-    0 when none is left) and the opponent's rearmost, i.e. lowest, checker (0 when waiting, 25 when none).
-    """
-    # Point p is bit p - 1, so the frexp exponent of a mask's highest set bit is that point's number.
-    mover_back = torch.frexp(aggregates.mover_occupied.to(torch.float32)).exponent.to(torch.long)
-    mover_back = torch.where(aggregates.mover_waiting, 25, mover_back)
-    occupied = aggregates.opponent_occupied
-    opponent_front = torch.frexp((occupied & -occupied).to(torch.float32)).exponent.to(torch.long)
-    opponent_front = torch.where(occupied == 0, 25, opponent_front)
-    opponent_front = torch.where(aggregates.opponent_waiting, 0, opponent_front)
-    return mover_back, opponent_front
-
-
-@functools.cache
-def _aggregate_table(device: torch.device) -> torch.Tensor:
-    """``float32[28 * 31, 6]`` rows indexed like ``Encoder.first_layer_indices``: the terms of
-    ``_Aggregates`` contributed by one column holding one count.
-    """
-    rows = torch.arange(TABLE_ROWS)
-    column, count = rows // COUNT_VALUES, rows % COUNT_VALUES - MAX_CHECKERS
-    on_point = (column >= 1) & (column <= 24)
-    bit = torch.where(on_point, 2.0 ** (column - 1).clamp(min=0).to(torch.float64), 0.0)
-    mover_waiting = torch.where((column == MOVER_BAR) | (column == MOVER_IN_HAND), count.clamp(min=0), 0)
-    opponent_waiting = torch.where(
-        (column == OPPONENT_BAR) | (column == OPPONENT_IN_HAND), (-count).clamp(min=0), 0
-    )
-    table = torch.stack(
-        (
-            bit * (count >= 1),
-            bit * (count >= 2),
-            bit * (count <= -1),
-            bit * (count <= -2),
-            mover_waiting.to(torch.float64),
-            opponent_waiting.to(torch.float64),
-        ),
-        dim=-1,
-    )
-    return table.to(device=device, dtype=torch.float32)
+# Position features of the encoders (the point masks and the race are ``engine.position_facts``).
 
 
 @functools.cache
@@ -169,17 +98,8 @@ def _longest_run_of_bits(masks: torch.Tensor) -> torch.Tensor:
     return run
 
 
-@functools.cache
-def _column_offsets(device: torch.device) -> torch.Tensor:
-    return torch.arange(BOARD_WIDTH, device=device, dtype=torch.int32) * COUNT_VALUES + MAX_CHECKERS
-
-
-def first_layer_indices(board: torch.Tensor) -> torch.Tensor:
-    """Table rows of each board's columns, ``column * 31 + count + 15``: ``int8[B, 28]`` -> ``int32[B, 28]``.
-
-    int32 rather than long: measured 15% faster in ``embedding_bag``.
-    """
-    return board.to(torch.int32) + _column_offsets(board.device)
+# Table rows of each board's columns, ``column * 31 + count + 15``: ``int8[B, 28]`` -> ``int32[B, 28]``.
+first_layer_indices = column_count_indices
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -329,7 +249,7 @@ class TesauroPlus(Encoder):
     ==========  ==========================================================================================
     0 .. 197    ``Tesauro198``
     198, 199    pip counts / 100: the mover's, the opponent's (column-separable: a sum of count x distance)
-    200         race flag: 1 when no checker can meet an opposing one again (``is_race``)
+    200         race flag: 1 when no checker can meet an opposing one again (``engine.position_facts.is_race``)
     201, 202    rearmost checker's point / 25 (25 = on the bar or in hand, 0 = none left): mover, opponent
     203, 204    rolls of 36 with which that checker clears the other side's points / 36 (``_escape_table``)
     205, 206    longest run of consecutive made points / 6: mover, opponent
@@ -357,8 +277,8 @@ class TesauroPlus(Encoder):
         return torch.stack((mover, opponent), dim=-1).to(torch.float32) / 100.0
 
     def extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
-        aggregates = _point_aggregates(board)
-        mover_back, opponent_front = _rearmost_points(aggregates)
+        aggregates = point_masks(board)
+        mover_back, opponent_front = rearmost_points(aggregates)
 
         # The 12 points in front of each rearmost checker as a pattern for the escape table.
         # The mover moves down from b: bits j of (made << 12) >> (b - 1) hold points b - 12 + j (reversed).

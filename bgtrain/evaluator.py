@@ -12,10 +12,11 @@ Definitions (GNU Backgammon's numbering)
 ``V_n(P)``, a position P with its side to move before the roll, evaluated at n-ply:
 
 * A finished game (the opponent has borne off all its checkers) is exact at every ply.
-* ``V_0(P)``: when both sides are bearing off within the two-sided database (up to 6 checkers a
-  side), its exact values (``bgtrain.bearoff_two_sided``: both sides playing to win); else within the
-  one-sided database, its values (``bgtrain.bearoff``: exact for the play that minimises the expected
-  number of rolls); otherwise the value function, then ``clamp_outcomes`` (no gammon loss once a
+* ``V_0(P)`` (``bgtrain.static_value``, shared with self-play and the greedy agents): when both sides
+  are bearing off within the two-sided database (up to 6 checkers a side), its exact values
+  (``bgtrain.bearoff_two_sided``: both sides playing to win); else within the one-sided database, its
+  values (``bgtrain.bearoff``: exact for the play that minimises the expected number of rolls);
+  otherwise the value function, then (``clamps=True``, the default) ``clamp_outcomes`` (no gammon loss once a
   checker is off, no backgammon that the position rules out, cumulative order).
 * ``V_n(P)``, n >= 1: the average over the 21 rolls (weights 1/36 for doubles, 2/36 otherwise) of
   ``A_{n-1}(reply)``, where ``reply`` is the afterstate the side to move plays with that roll (below).
@@ -56,53 +57,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import torch
 
 from bgtrain.arena.agents import argmax_per_position
-from bgtrain.bearoff import ALL_ROLLS, BearoffDatabase, load_bearoff_database
-from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase, bearoff_outcomes, load_two_sided_database
+from bgtrain.bearoff import BearoffDatabase, load_bearoff_database
+from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_sided_database
 from bgtrain.checkpoint import check_variant, load_network, trained_variant
-from bgtrain.outcomes import NUM_OUTCOMES, clamp_outcomes, cubeless_equity, flip_outcomes, terminal_outcomes
-from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
-from engine.game import winning_points
+from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
+from bgtrain.static_value import NetworkValue, StaticValue, ValueFunction
+from engine.board import flip_board
+from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
 from engine.movegen import Afterstates, legal_afterstates
 from engine.notation import play_notations
+from engine.position_facts import mover_finished, opponent_finished
 from engine.rules import STANDARD, Rules
 from engine.state import State
 from engine.variants import get_rules
 
 ROLL_COUNT = len(ALL_ROLLS)  # 21
 SEARCH_CHUNK = 1024  # positions whose 21 rolls are expanded at once inside a search
-STATIC_CHUNK = 16384  # rows per 0-ply evaluation pass on a CPU
-
-
-class ValueFunction(Protocol):
-    """What the evaluator needs of a model: outcome probabilities (``bgtrain.outcomes``) of boards."""
-
-    def evaluate(self, board: torch.Tensor) -> torch.Tensor:
-        """``int8[N, 28]`` positions -> ``float[N, 5]`` for their side to move."""
-        ...
-
-    def evaluate_flipped(self, afterstates: torch.Tensor) -> torch.Tensor:
-        """``int8[N, 28]`` afterstates (mover's side) -> ``float[N, 5]`` for the side to move next,
-        i.e. ``evaluate(flip_board(afterstates))``."""
-        ...
-
-
-class NetworkValue:
-    """A ``ValueNetwork`` and the rules it plays, as a ``ValueFunction``."""
-
-    def __init__(self, network, rules: Rules = STANDARD) -> None:
-        self.network = network
-        self.rules = rules
-
-    def evaluate(self, board: torch.Tensor) -> torch.Tensor:
-        return self.network.evaluate(board, self.rules)
-
-    def evaluate_flipped(self, afterstates: torch.Tensor) -> torch.Tensor:
-        return self.network.evaluate_flipped(afterstates, self.rules)
 
 
 @dataclass(frozen=True)
@@ -147,6 +121,7 @@ class Evaluator:
         move_filter: MoveFilter = MoveFilter(),
         deep_replies: bool = False,
         two_sided: TwoSidedBearoffDatabase | None = None,
+        clamps: bool = True,
     ) -> None:
         self.value = value
         self.rules = rules
@@ -154,6 +129,7 @@ class Evaluator:
         self.two_sided = two_sided
         self.move_filter = move_filter
         self.deep_replies = deep_replies
+        self.static = StaticValue(value, rules, bearoff, clamps, two_sided)
 
     @classmethod
     def from_network(cls, network, rules: Rules = STANDARD, bearoff: BearoffDatabase | str | Path | bool | None = True,
@@ -163,7 +139,7 @@ class Evaluator:
         (a ``ValueNetwork``, or an exported model). ``bearoff``: True for the cached one-sided database
         (built on first use), a path, a database, or False/None for none. ``two_sided``: likewise for
         the two-sided database; None (the default) means the cached one when ``bearoff`` is True,
-        none otherwise. ``settings``: ``move_filter``, ``deep_replies``."""
+        none otherwise. ``settings``: ``move_filter``, ``deep_replies``, ``clamps``."""
         parameters = network.parameters() if hasattr(network, "parameters") else iter(())
         device = next(parameters, torch.empty(0)).device
         if two_sided is None:
@@ -280,74 +256,16 @@ class Evaluator:
         """An ``bgtrain.arena.agents.Agent`` that plays this evaluator's move choice at ``ply``."""
         return SearchAgent(self, ply, name)
 
-    # --- 0-ply -----------------------------------------------------------------------------------
-
-    def _static_positions(self, board: torch.Tensor) -> torch.Tensor:
-        """``V_0`` of positions: ``float32[B, 5]``."""
-        return _in_chunks(self._static_positions_chunk, board)
-
-    def _static_positions_chunk(self, board: torch.Tensor) -> torch.Tensor:
-        probs = clamp_outcomes(self.value.evaluate(board).to(torch.float32), board, self.rules)
-        covered, values = self._bearoff_values(board)
-        if covered.numel():
-            probs[covered] = values
-        over = self._game_over(board)
-        if bool(over.any()):
-            probs[over] = self._finished(board[over])
-        return probs
-
-    def _static_afterstates(self, afterstates: torch.Tensor) -> torch.Tensor:
-        """``A_0`` of afterstates, for the mover: ``float32[N, 5]``."""
-        return _in_chunks(self._static_afterstates_chunk, afterstates)
-
-    def _static_afterstates_chunk(self, afterstates: torch.Tensor) -> torch.Tensor:
-        # clamp_outcomes treats both sides alike, so clamping the flipped vector on the mover's board
-        # equals flipping the clamp on the next side's board, and no board needs flipping.
-        probs = flip_outcomes(self.value.evaluate_flipped(afterstates).to(torch.float32))
-        probs = clamp_outcomes(probs, afterstates, self.rules)
-        covered, next_side = self._bearoff_values(afterstates, flipped=True)
-        if covered.numel():
-            probs[covered] = flip_outcomes(next_side)
-        won = _mover_finished(afterstates)
-        if bool(won.any()):
-            probs[won] = terminal_outcomes(winning_points(afterstates[won], self.rules), rules=self.rules)
-        return probs
-
-    def _bearoff_values(self, board: torch.Tensor, flipped: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """``bgtrain.bearoff_two_sided.bearoff_outcomes`` with this evaluator's databases and rules."""
-        return bearoff_outcomes(board, self.rules, self.bearoff, self.two_sided, flipped)
-
-    def _static_plays(self, afterstates: Afterstates) -> torch.Tensor:
-        """``A_0`` of each play, for the mover: ``float32[N, 5]``. A play that earns an extra roll
-        (acey-deucey) leaves the mover to roll again, so its position is valued for the mover as it
-        stands, not for the other side."""
-        probs = self._static_afterstates(afterstates.boards)
-        if self.rules.acey_deucey:
-            again = afterstates.extra_roll.nonzero(as_tuple=True)[0]
-            if again.numel():
-                probs[again] = self._static_positions(afterstates.boards[again])
-        return probs
-
-    def _game_over(self, board: torch.Tensor) -> torch.Tensor:
-        """The opponent (who just moved) has borne off every checker: ``bool[B]``."""
-        # amin over int8 columns: a fraction of the cost of counting checkers on a CPU.
-        return (board[:, OPPONENT_BAR:MOVER_BAR].amin(1) >= 0) & (board[:, OPPONENT_IN_HAND] == 0)
-
-    def _finished(self, board: torch.Tensor) -> torch.Tensor:
-        """Exact outcomes of finished games for the side to move, which lost."""
-        points = winning_points(flip_board(board), self.rules).to(torch.int64)
-        return terminal_outcomes(-points, rules=self.rules)
-
     # --- search ----------------------------------------------------------------------------------
 
     def _position_outcomes(self, board: torch.Tensor, ply: int) -> torch.Tensor:
         """``V_ply`` of positions: ``float32[B, 5]``."""
         if ply == 0:
-            return self._static_positions(board)
+            return self.static.positions(board)
         probs = torch.empty(board.shape[0], NUM_OUTCOMES, dtype=torch.float32, device=board.device)
-        over = self._game_over(board)
+        over = opponent_finished(board)
         if bool(over.any()):
-            probs[over] = self._finished(board[over])
+            probs[over] = self.static.finished(board[over])
         live = (~over).nonzero(as_tuple=True)[0]
         for chunk in live.split(SEARCH_CHUNK):
             probs[chunk] = self._average_over_rolls(board[chunk], ply)
@@ -356,11 +274,11 @@ class Evaluator:
     def _afterstate_outcomes(self, afterstates: torch.Tensor, ply: int) -> torch.Tensor:
         """``A_ply`` of afterstates, for the mover: ``float32[N, 5]``."""
         if ply == 0:
-            return self._static_afterstates(afterstates)
-        won = _mover_finished(afterstates)
+            return self.static.afterstates(afterstates)
+        won = mover_finished(afterstates)
         probs = torch.empty(afterstates.shape[0], NUM_OUTCOMES, dtype=torch.float32, device=afterstates.device)
         if bool(won.any()):
-            probs[won] = terminal_outcomes(winning_points(afterstates[won], self.rules), rules=self.rules)
+            probs[won] = self.static.won(afterstates[won])
         going_on = (~won).nonzero(as_tuple=True)[0]
         if going_on.numel():
             next_side = self._position_outcomes(flip_board(afterstates[going_on]), ply)
@@ -370,12 +288,12 @@ class Evaluator:
     def _average_over_rolls(self, board: torch.Tensor, ply: int) -> torch.Tensor:
         """``V_ply``, ply >= 1, of live positions: each roll's reply valued at ply - 1, averaged."""
         batch = board.shape[0]
-        rolls, weights = _rolls(board.device)
+        rolls, weights = roll_tensor(board.device), roll_weights(device=board.device)
         afterstates = legal_afterstates(board.repeat_interleave(ROLL_COUNT, 0), rolls.repeat(batch, 1), self.rules)
         if self.deep_replies:
             _, values = self._select(afterstates, ply - 1, need_values=True)
         else:
-            pre = self._static_afterstates(afterstates.boards)
+            pre = self.static.afterstates(afterstates.boards)
             choice = argmax_per_position(cubeless_equity(pre, self.rules), afterstates)
             if ply == 1:
                 values = pre[afterstates.offsets + choice]
@@ -386,7 +304,7 @@ class Evaluator:
     def _candidates(self, afterstates: Afterstates, ply: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Every afterstate's outcomes for the mover (``float32[N, 5]``) and the ply it was evaluated at
         (``int64[N]``): ``ply`` for the filter's survivors, 0 for the rest."""
-        pre = self._static_plays(afterstates)
+        pre = self.static.plays(afterstates)
         plies = torch.zeros(afterstates.total, dtype=torch.int64, device=pre.device)
         if ply == 0:
             return pre, plies
@@ -400,7 +318,7 @@ class Evaluator:
     def _select(self, afterstates: Afterstates, ply: int, need_values: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """The move choice at ``ply`` (``int64[B]``) and the chosen afterstates' outcomes (``float32[B, 5]``;
         at ``ply`` when ``need_values``, else possibly at 0-ply where the filter left no choice)."""
-        pre = self._static_plays(afterstates)
+        pre = self.static.plays(afterstates)
         equity = cubeless_equity(pre, self.rules)
         if ply == 0:
             choice = argmax_per_position(equity, afterstates)
@@ -432,32 +350,6 @@ class SearchAgent:
 
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:
         return self.evaluator.choose(afterstates, self.ply)
-
-
-_roll_cache: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
-
-
-def _rolls(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """The 21 distinct rolls (``int8[21, 2]``) and their probabilities (``float32[21]``)."""
-    cached = _roll_cache.get(device)
-    if cached is None:
-        rolls = torch.tensor(ALL_ROLLS, dtype=torch.int8, device=device)
-        weights = torch.tensor([1.0 if high == low else 2.0 for high, low in ALL_ROLLS], device=device) / 36.0
-        cached = _roll_cache[device] = (rolls, weights)
-    return cached
-
-
-def _mover_finished(afterstates: torch.Tensor) -> torch.Tensor:
-    """The mover has borne off every checker (none on points, bar or in hand): ``bool[N]``."""
-    return afterstates[:, 1 : MOVER_IN_HAND + 1].amax(1) <= 0
-
-
-def _in_chunks(function, boards: torch.Tensor) -> torch.Tensor:
-    """``function`` over row chunks of ``STATIC_CHUNK``: on a CPU the clamps and masks over a chunk that
-    stays in cache run about four times faster than over a million rows at once (measured)."""
-    if boards.shape[0] <= STATIC_CHUNK or boards.device.type != "cpu":
-        return function(boards)
-    return torch.cat([function(chunk) for chunk in boards.split(STATIC_CHUNK)])
 
 
 def _check_board(board: torch.Tensor) -> torch.Tensor:

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import torch
 
-from bgtrain.encoding import is_race
-from engine.board import HOME_POINTS, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, borne_off
+from engine.board import borne_off
+from engine.position_facts import checkers_back, has_borne_off, is_race
 from engine.rules import Rules
 
 WIN, WIN_GAMMON, WIN_BACKGAMMON, LOSE_GAMMON, LOSE_BACKGAMMON = range(5)
@@ -138,8 +138,8 @@ def clamp_outcomes(probs: torch.Tensor, board: torch.Tensor, rules: Rules) -> to
     """
     probs = probs.clamp(0.0, 1.0)
     win = probs[..., WIN]
-    mover_off, opponent_off = borne_off(board, rules.checkers_per_side)
     if rules.scoring == "checkers_left":
+        mover_off, opponent_off = borne_off(board, rules.checkers_per_side)
         # More than one point needs at least two of the loser's checkers still to bear off.
         can_win_gammon = opponent_off <= rules.checkers_per_side - 2
         can_lose_gammon = mover_off <= rules.checkers_per_side - 2
@@ -153,18 +153,15 @@ def clamp_outcomes(probs: torch.Tensor, board: torch.Tensor, rules: Rules) -> to
             ),
             dim=-1,
         )
-    can_win_gammon = (opponent_off == 0) & rules.gammons
-    can_lose_gammon = (mover_off == 0) & rules.gammons
+    mover_has_off, opponent_has_off = has_borne_off(board, rules.checkers_per_side)
+    can_win_gammon = ~opponent_has_off & rules.gammons
+    can_lose_gammon = ~mover_has_off & rules.gammons
 
     race = is_race(board)
-    # The winner's home board, seen from the mover: the mover's points 1..6 when the mover wins,
-    # the mover's points 19..24 when the opponent wins.
-    opponent_in_mover_home = (board[..., HOME_POINTS] < 0).any(-1) | (board[..., OPPONENT_BAR] < 0)
-    opponent_in_mover_home |= board[..., OPPONENT_IN_HAND] < 0
-    mover_in_opponent_home = (board[..., 19:25] > 0).any(-1) | (board[..., MOVER_BAR] > 0)
-    mover_in_opponent_home |= board[..., MOVER_IN_HAND] > 0
-    can_win_backgammon = can_win_gammon & (opponent_in_mover_home | ~race) & rules.backgammons
-    can_lose_backgammon = can_lose_gammon & (mover_in_opponent_home | ~race) & rules.backgammons
+    # A backgammon needs a checker of the loser on the bar, in hand or in the winner's home board.
+    mover_back, opponent_back = checkers_back(board)
+    can_win_backgammon = can_win_gammon & (opponent_back | ~race) & rules.backgammons
+    can_lose_backgammon = can_lose_gammon & (mover_back | ~race) & rules.backgammons
 
     win_gammon = torch.minimum(probs[..., WIN_GAMMON] * can_win_gammon, win)
     win_backgammon = torch.minimum(probs[..., WIN_BACKGAMMON] * can_win_backgammon, win_gammon)

@@ -58,6 +58,7 @@ from bgtrain.checkpoint import load_checkpoint, network_from_checkpoint, save_ch
 from bgtrain.config import Config, config_from_dict, config_to_dict, to_toml_text
 from bgtrain.network import ValueNetwork
 from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outcomes
+from bgtrain.static_value import NetworkValue, StaticValue
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
 from engine.movegen import legal_afterstates
@@ -89,34 +90,29 @@ def selfplay_turn(
     """Every game plays its best afterstate (one forward pass over all of them).
     Returns the turn record and the chosen afterstates ``int8[G, 28]``."""
     afterstates = legal_afterstates(state.board, state.dice, rules)
-    # V of each afterstate for the next side to move, then the mover's view of it.
-    next_side = network.evaluate_flipped(afterstates.boards, rules)
-    extra_roll = afterstates.extra_roll
-    # The mover's cubeless equity is minus the next side's (flipping outcomes negates equity), so
-    # only the chosen afterstates' outcome vectors are ever flipped.
-    equity = -cubeless_equity(next_side, rules)
-    if rules.acey_deucey and bool(extra_roll.any()):
-        # After a play that earns an extra roll the mover is to move again.
-        next_side[extra_roll] = network.evaluate(afterstates.boards[extra_roll], rules)
-        equity = torch.where(extra_roll, cubeless_equity(next_side, rules), equity)
-    points = winning_points(afterstates.boards, rules)
-    ends = points != 0  # negative in play-to-lose
-    # A move that ends the game scores its real result, whose cubeless equity is its points.
-    equity = torch.where(ends, points.to(equity.dtype), equity)
-    choice = argmax_per_position(equity, afterstates)
+    # The mover's outcomes of every play (``bgtrain.static_value``: exact where the play ends the
+    # game, not flipped after an extra roll), all afterstates in one forward pass.
+    outcomes = StaticValue(NetworkValue(network, rules), rules, clamps=False).plays(afterstates)
+    choice = argmax_per_position(cubeless_equity(outcomes, rules), afterstates)
     if epsilon > 0:
         explores = torch.rand(choice.shape[0], generator=explore, device=choice.device) < epsilon
         choice = torch.where(explores, random_choice(afterstates, explore), choice)
     flat = afterstates.offsets + choice
-    chosen_points = points[flat]
+    chosen_points = winning_points(afterstates.boards[flat], rules)  # negative in play-to-lose
     ended = chosen_points != 0
+    extra_roll = afterstates.extra_roll[flat] if rules.acey_deucey else None
+    # The value of the position after the move for its side to move: the other side, or the mover
+    # again after an extra roll.
+    next_value = flip_outcomes(outcomes[flat])
+    if extra_roll is not None:
+        next_value = torch.where(extra_roll.unsqueeze(1), outcomes[flat], next_value)
     turn = Turn(
         board=state.board,
-        next_value=next_side[flat],
+        next_value=next_value,
         ended=ended,
-        outcome=terminal_outcomes(torch.where(ended, chosen_points, 1), next_side.dtype, rules),
+        outcome=terminal_outcomes(torch.where(ended, chosen_points, 1), next_value.dtype, rules),
         truncated=torch.zeros_like(ended),
-        extra_roll=extra_roll[flat] if rules.acey_deucey else None,
+        extra_roll=extra_roll,
     )
     return turn, afterstates.boards[flat]
 

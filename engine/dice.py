@@ -11,6 +11,25 @@ from typing import Protocol
 
 import torch
 
+# The 21 distinct rolls, larger die first (doubles 1/36 each, the others 2/36: both orders).
+ALL_ROLLS = tuple((high, low) for high in range(1, 7) for low in range(1, high + 1))
+
+
+def roll_tensor(device: torch.device | str = "cpu") -> torch.Tensor:
+    """``ALL_ROLLS`` as ``int8[21, 2]``."""
+    return torch.tensor(ALL_ROLLS, dtype=torch.int8, device=device)
+
+
+def roll_index(dice: torch.Tensor) -> torch.Tensor:
+    """Index into ``ALL_ROLLS`` of each roll (larger die first): ``int8[B, 2]`` -> ``int64[B]``."""
+    high, low = dice[:, 0].to(torch.int64), dice[:, 1].to(torch.int64)
+    return high * (high - 1) // 2 + low - 1
+
+
+def roll_weights(dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> torch.Tensor:
+    """The probability of each of ``ALL_ROLLS``: ``float[21]``, summing to 1."""
+    return torch.tensor([1.0 if high == low else 2.0 for high, low in ALL_ROLLS], dtype=dtype, device=device) / 36.0
+
 
 class DiceSource(Protocol):
     def roll(self, batch: int) -> torch.Tensor: ...

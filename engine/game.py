@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from engine.board import HOME_POINTS, OPPONENT_BAR, OPPONENT_IN_HAND, borne_off, flip_board
+from engine.board import borne_off, flip_board
 from engine.dice import DiceSource
+from engine.position_facts import checkers_back, has_borne_off, mover_finished
 from engine.rules import Rules
 from engine.state import State
 
@@ -39,7 +40,7 @@ def winning_points(afterstate: torch.Tensor, rules: Rules) -> torch.Tensor:
     # The mover has finished when none of its checkers is left on the row. That is cheap to test
     # (``amax`` over int8 rows), and most rows have not, so the scoring below runs only on the
     # rows that have: on the CPU their indices are known; on a GPU, scoring every row avoids a sync.
-    finished = afterstate[:, 1:27].amax(1) <= 0
+    finished = mover_finished(afterstate)
     points = finished.to(torch.int8)
     if afterstate.device.type == "cpu":
         rows = finished.nonzero().squeeze(1)
@@ -52,13 +53,13 @@ def winning_points(afterstate: torch.Tensor, rules: Rules) -> torch.Tensor:
 
 def _finished_points(afterstate: torch.Tensor, rules: Rules) -> torch.Tensor:
     """The game's value for rows where the mover has borne off every checker: ``int8[N]``."""
-    _, opponent_off = borne_off(afterstate, rules.checkers_per_side)
     if rules.scoring == "checkers_left":
+        _, opponent_off = borne_off(afterstate, rules.checkers_per_side)
         return (rules.checkers_per_side - opponent_off).to(torch.int8)
-    gammon = (opponent_off == 0) & rules.gammons
-    opponent_behind = (afterstate[:, OPPONENT_BAR] < 0) | (afterstate[:, HOME_POINTS] < 0).any(1)
-    opponent_behind |= afterstate[:, OPPONENT_IN_HAND] < 0
-    backgammon = gammon & opponent_behind & rules.backgammons
+    _, opponent_has_off = has_borne_off(afterstate, rules.checkers_per_side)
+    gammon = ~opponent_has_off & rules.gammons
+    _, opponent_back = checkers_back(afterstate)
+    backgammon = gammon & opponent_back & rules.backgammons
     return (1 + gammon.to(torch.int8) + backgammon.to(torch.int8)).to(torch.int8)
 
 

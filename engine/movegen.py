@@ -15,7 +15,9 @@ How it works (all steps are tensor operations over the whole batch):
    moves with one die can be played in that order (a higher checker's move never needs a lower
    one's first), and without it doubles produce about ten times more duplicates.
 3. The dice-usage rule (``_dice_usage_filter``) picks, per position, which finished lines count.
-4. Duplicates are removed with a 64-bit hash of the packed row, checked for exact equality.
+4. Duplicates are removed (``engine.deduplicate``) by one sort on a 64-bit key, the position's index (24 bits) above 40 bits
+   of a hash of the packed board; rows with equal keys are compared in full, and a collision
+   between different boards falls back to an exact sort.
 5. Acey-deucey (``Rules.acey_deucey``): a 1-2 whose two dice were both played goes on with each of
    the six doubles, as a second batched call on its afterstates (``_acey_deucey_turns``).
 
@@ -28,8 +30,10 @@ rides in a padding column of the packed row (``EXTRA_ROLL``), so hashing and ded
 (position, flag) as the afterstate: one position reached both with and without the extra roll (two
 choices of double) is two afterstates.
 
-Internally a row is padded from 28 to 32 int8 columns so that it can be viewed as four int64
-words: copying rows is the main cost, and copying words is about 2.5 times faster than bytes.
+Internally a line is 40 int8 columns viewed as five int64 words: the board padded from 28 to 32
+columns (four words; padding column ``EXTRA_ROLL`` holds the flag) and one word of metadata (the
+input position, the dice, the previous source, the occupied points). Copying rows is the main
+cost, and copying words is about 2.5 times faster than bytes.
 """
 
 from __future__ import annotations
@@ -39,12 +43,13 @@ from dataclasses import dataclass
 import torch
 
 from engine import kernels
-from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, mover_checkers_on_board
+from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR
+from engine.deduplicate import BOARD_WORDS, deduplicate
+from engine.position_facts import has_borne_off
 from engine.rules import STANDARD, Rules
 
 PACKED_WIDTH = 40  # int8 columns per packed line: the board (28), padding, metadata
 WORDS = PACKED_WIDTH // 8  # four words of board, one word of metadata
-BOARD_WORDS = 4
 EXTRA_ROLL = 29  # 1 when the afterstate earns an extra roll (acey-deucey), else 0
 SOURCES = 26  # a checker can move from points 1..24, the bar (25) and the hand (26)
 MAX_POSITIONS = 1 << 24
@@ -373,63 +378,6 @@ def _dice_usage_filter(levels: list[torch.Tensor], batch: int) -> tuple[torch.Te
     return chosen, torch.cat(dice_used)
 
 
-# Odd 64-bit multipliers for the row hash (fixed, so that order and signatures are reproducible).
-_HASH_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
-_multiplier_cache: dict[torch.device, torch.Tensor] = {}
-
-
-def _row_hash(words: torch.Tensor) -> torch.Tensor:
-    multipliers = _multiplier_cache.get(words.device)
-    if multipliers is None:
-        values = [m - (1 << 64) if m >= 1 << 63 else m for m in _HASH_MULTIPLIERS]
-        multipliers = torch.tensor(values, dtype=torch.int64, device=words.device)
-        _multiplier_cache[words.device] = multipliers
-    # Column by column: the board words are a strided view of the lines, and four fused
-    # multiply-adds on columns beat a broadcast product and a row sum (wrapping modulo 2^64).
-    mixed = words[:, 0] * multipliers[0]
-    for column in range(1, BOARD_WORDS):
-        mixed = mixed + words[:, column] * multipliers[column]
-    return mixed ^ (mixed >> 29)
-
-
-def _deduplicate(lines: torch.Tensor, dice_used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The distinct boards of each position, ordered by (position, board hash).
-
-    Returns ``(lines int64[N, 5] with the board in words 0..3, parent int64[N], dice used int8[N])``.
-    Only rows whose keys collide are compared in full, and only the kept rows are copied, whole:
-    gathering contiguous rows is several times faster than gathering the board-word view of them.
-    """
-    if lines.shape[0] == 0:
-        return lines, _parent(lines), dice_used
-    board = lines[:, :BOARD_WORDS]
-    # The parent's 24 bits above 40 bits of hash: one sort orders by position, then by board.
-    key = (_parent(lines) << 40) | (_row_hash(board) & ((1 << 40) - 1))
-    # A stable sort: measured about twice as fast as the default one on int64 keys here.
-    key, order = torch.sort(key, stable=True)
-    keep = torch.ones_like(key, dtype=torch.bool)
-    pair = (key[1:] == key[:-1]).nonzero().squeeze(1)
-    if pair.numel():
-        first = lines.index_select(0, order.index_select(0, pair))[:, :BOARD_WORDS]
-        second = lines.index_select(0, order.index_select(0, pair + 1))[:, :BOARD_WORDS]
-        same_board = (first == second).all(1)
-        if not bool(same_board.all()):
-            # A 40-bit hash collision between different boards of one position: equal keys may
-            # interleave, so fall back to an exact (slower) sort of the whole rows.
-            return _deduplicate_exact(lines, dice_used)
-        keep[pair + 1] = False
-    distinct = keep.nonzero().squeeze(1)
-    kept = order.index_select(0, distinct)
-    return lines.index_select(0, kept), key.index_select(0, distinct) >> 40, dice_used.index_select(0, kept)
-
-
-def _deduplicate_exact(lines: torch.Tensor, dice_used: torch.Tensor):
-    rows = torch.cat([_parent(lines).unsqueeze(1), lines[:, :BOARD_WORDS]], 1)
-    unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
-    first = torch.full((unique.shape[0],), rows.shape[0], dtype=torch.int64, device=rows.device)
-    first.scatter_reduce_(0, inverse, torch.arange(rows.shape[0], device=rows.device), "amin")
-    return lines.index_select(0, first), unique[:, 0], dice_used.index_select(0, first)
-
-
 def legal_afterstates(board: torch.Tensor, dice: torch.Tensor, rules: Rules = STANDARD) -> Afterstates:
     """Every distinct legal afterstate of each position.
 
@@ -477,8 +425,8 @@ def _legal_words(
     blots = None
     if rules.hit_needs_home_checker:
         # Blots that may not be hit while no checker is home; none once a checker is borne off.
-        borne_off = mover_checkers_on_board(board) < rules.checkers_per_side
-        blots = torch.where((board[:, 1:25] == -1) & ~borne_off.unsqueeze(1), source_bit[:24], 0).sum(1)
+        mover_has_off, _ = has_borne_off(board, rules.checkers_per_side)
+        blots = torch.where((board[:, 1:25] == -1) & ~mover_has_off.unsqueeze(1), source_bit[:24], 0).sum(1)
 
     packed = torch.zeros(batch, PACKED_WIDTH, dtype=torch.int8, device=device)
     packed[:, :BOARD_WIDTH] = board
@@ -514,7 +462,8 @@ def _legal_words(
             break
         levels.append(lines)
 
-    return _deduplicate(*_dice_usage_filter(levels, batch))
+    lines, dice_used = _dice_usage_filter(levels, batch)
+    return deduplicate(lines, _parent(lines), dice_used)
 
 
 DOUBLES = 6
@@ -548,4 +497,4 @@ def _acey_deucey_turns(
     all_used = torch.cat([dice_used.index_select(0, stays), 2 + more_used])
     # Two doubles can reach one afterstate: deduplicate again (this also restores the parent order).
     lines = torch.cat([all_words[:, :BOARD_WORDS], all_parent.unsqueeze(1)], 1)
-    return _deduplicate(lines, all_used)
+    return deduplicate(lines, _parent(lines), all_used)

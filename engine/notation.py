@@ -29,8 +29,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR
-from engine.reference import BORNE_OFF, Board, Move, all_home, reference_afterstates, reference_plays
+from engine.board import MOVER_BAR, MOVER_IN_HAND
+from engine.reference import (
+    BORNE_OFF,
+    Board,
+    Move,
+    all_home,
+    move_checker,
+    reference_afterstates,
+    reference_plays,
+)
 from engine.rules import STANDARD, Rules
 
 NO_MOVE = "(no move)"
@@ -178,15 +186,8 @@ def _apply_segment(board: list[int], source: int, target: int, notation: str) ->
         raise ValueError(f"{where}: checkers move from higher to lower points")
     if target != BORNE_OFF and board[target] <= -2:
         raise ValueError(f"{where}: point {target} is closed")
-    board[source] -= 1
-    if target == BORNE_OFF:
-        return False  # whether bearing off was allowed is checked on the whole play
-    hit = board[target] == -1
-    if hit:
-        board[target] = 0
-        board[OPPONENT_BAR] -= 1
-    board[target] += 1
-    return hit
+    # Whether bearing off was allowed is checked on the whole play.
+    return move_checker(board, source, target)
 
 
 def parse_play(

@@ -83,15 +83,24 @@ def single_moves(board: Sequence[int], die: int, rules: Rules = STANDARD) -> lis
     return moves
 
 
+def move_checker(board: list[int], source: int, target: int) -> bool:
+    """Move one of the mover's checkers from ``source`` (a point, ``MOVER_BAR`` or ``MOVER_IN_HAND``) to
+    ``target`` (a point, or ``BORNE_OFF``) on ``board`` in place; a single opposing checker there is hit
+    to its bar. Returns whether it hit. Whether the move is legal is the caller's to know."""
+    board[source] -= 1
+    if target == BORNE_OFF:
+        return False
+    hit = board[target] == -1
+    if hit:
+        board[target] = 0
+        board[OPPONENT_BAR] -= 1
+    board[target] += 1
+    return hit
+
+
 def apply_move(board: list[int], move: Move) -> None:
     """Play ``move`` on ``board`` in place."""
-    source, target, hit = move
-    board[source] -= 1
-    if target != BORNE_OFF:
-        if hit:
-            board[target] = 0
-            board[OPPONENT_BAR] -= 1
-        board[target] += 1
+    move_checker(board, move[0], move[1])
 
 
 def undo_move(board: list[int], move: Move) -> None:

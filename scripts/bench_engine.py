@@ -18,14 +18,12 @@ import time
 import torch
 
 from engine import kernels
-from engine.dice import RandomDice
+from engine.dice import ALL_ROLLS, RandomDice
 from engine.game import new_games, play, restart_finished
 from engine.movegen import legal_afterstates
 from engine.random_play import random_choice, sample_positions
 from engine.reference import reference_afterstates
 from engine.rules import STANDARD
-
-ALL_ROLLS = [(a, b) for a in range(1, 7) for b in range(1, a + 1)]
 
 
 def _sync(device: torch.device) -> None:

@@ -46,6 +46,7 @@ from bgtrain.cube import (
     PositionKind,
     action_label,
     cube_decision,
+    match_id_owner,
 )
 from bgtrain.cube.efficiency import position_kinds
 from bgtrain.cube.met import default_met
@@ -161,7 +162,7 @@ class Gnubg:
     def hint(self, position_id: str, scenario: Scenario, mwc: bool = False) -> dict:
         game, cube = scenario.game, scenario.cube
         # The mover is gnubg's player 1 (on roll); player 0 is the opponent.
-        owner = {"centred": "centred", "mover": "player1", "opponent": "player0"}[cube.owner]
+        owner = match_id_owner(cube.owner, player_on_roll=1)
         if isinstance(game, MatchGame):
             state = MatchState(
                 cube_value=cube.value,

@@ -1,15 +1,82 @@
-"""Random valid positions for tests, built batched; the engine's compile mode for a block."""
+"""Shared test helpers: boards from drawings and from checker lists, random valid positions built
+batched, the weight of a roll, tiny checkpoints, whether GNU Backgammon's bindings are installed, the
+engine's compile mode for a block, value functions from plain functions."""
 
 from __future__ import annotations
 
+import textwrap
 from contextlib import contextmanager
+from fractions import Fraction
+from pathlib import Path
 
 import pytest
 import torch
 
 from engine import kernels
-from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND
+from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
 from engine.rules import STANDARD, Rules
+
+# --- boards -------------------------------------------------------------------------------------
+
+
+def board_from_drawing(drawing: str) -> tuple[int, ...]:
+    """A 28-int board row from a drawing: the point labels 13..24 above a row of cells, a row of cells
+    above the labels 12..1 (a cell is ``.``, ``X<n>`` for the mover's n checkers or ``O<n>`` for the
+    opponent's), then optional lines ``bar X<n> O<m>`` and ``hand X<n> O<m>``::
+
+         13  14  15  16  17  18 | 19  20  21  22  23  24
+         X5   .   .   .  O3   . | O5   .   .   .   .  X2
+         O5   .   .   .  X3   . | X5   .   .   .   .  O2
+         12  11  10   9   8   7 |  6   5   4   3   2   1
+    """
+    lines = [line.split() for line in textwrap.dedent(drawing).strip().splitlines()]
+    top_labels, top_cells, bottom_cells, bottom_labels, *extra = lines
+    board = [0] * BOARD_WIDTH
+    for labels, cells in ((top_labels, top_cells), (bottom_labels, bottom_cells)):
+        labels = [label for label in labels if label != "|"]
+        cells = [cell for cell in cells if cell != "|"]
+        assert len(labels) == len(cells) == 12, drawing
+        for label, cell in zip(labels, cells):
+            if cell != ".":
+                assert cell[0] in "XO", cell
+                board[int(label)] = int(cell[1:]) * (1 if cell[0] == "X" else -1)
+    for line in extra:
+        where, mover, opponent = line
+        assert mover[0] == "X" and opponent[0] == "O", line
+        mover_index, opponent_index = {
+            "bar": (MOVER_BAR, OPPONENT_BAR),
+            "hand": (MOVER_IN_HAND, OPPONENT_IN_HAND),
+        }[where]
+        board[mover_index] = int(mover[1:])
+        board[opponent_index] = -int(opponent[1:])
+    return tuple(board)
+
+
+def board_from_counts(counts: dict[int, int], mover_bar: int = 0, opponent_bar: int = 0) -> torch.Tensor:
+    """``int8[28]`` from ``{index: signed count}`` in the board layout (``engine.board``: 1..24 the
+    points from the mover's side, > 0 the mover's) and the two bars; every other checker is borne off."""
+    board = torch.zeros(BOARD_WIDTH, dtype=torch.int8)
+    for index, count in counts.items():
+        board[index] = count
+    board[MOVER_BAR] += mover_bar
+    board[OPPONENT_BAR] -= opponent_bar
+    return board
+
+
+def bearoff_board(mover: tuple[int, ...], opponent: tuple[int, ...]) -> torch.Tensor:
+    """``int8[28]``: one of the mover's checkers on each of its points ``mover`` and one of the opponent's on
+    each of ITS points ``opponent`` (its point k is the mover's 25 - k); repeat a point for more."""
+    board = torch.zeros(BOARD_WIDTH, dtype=torch.int8)
+    for point in mover:
+        board[point] += 1
+    for point in opponent:
+        board[25 - point] -= 1
+    return board
+
+
+def roll_weight(roll: tuple[int, int]) -> Fraction:
+    """The chance of a roll: 1/36 for a double, 2/36 for the others (either die first)."""
+    return Fraction(1 if roll[0] == roll[1] else 2, 36)
 
 
 def _place(generator: torch.Generator, weights: torch.Tensor, checkers: int) -> torch.Tensor:
@@ -77,3 +144,39 @@ def compile_mode(mode: str):
     if mode == "always" and kernels.compile_failed():
         # Without a working compiler the "compiled" results were op by op: nothing was checked.
         pytest.skip("torch.compile does not work here, so the compiled kernels cannot be tested")
+
+
+class FunctionValue:
+    """A ``bgtrain.static_value.ValueFunction`` from ``evaluate(board int8[N, 28]) -> float[N, 5]``
+    (for the side to move) alone."""
+
+    def __init__(self, evaluate) -> None:
+        self.evaluate = evaluate
+
+    def evaluate_flipped(self, afterstates: torch.Tensor) -> torch.Tensor:
+        return self.evaluate(flip_board(afterstates))
+
+
+# --- files and optional programs -------------------------------------------------------------------
+
+
+def tiny_checkpoint(path: Path, seed: int = 5, hidden=(8,), encoder: str = "tesauro198", **payload) -> Path:
+    """A loadable checkpoint of a small seeded network at ``path``; ``payload`` adds or replaces entries."""
+    from bgtrain.checkpoint import save_checkpoint
+    from bgtrain.config import Config, config_to_dict
+    from bgtrain.network import ValueNetwork
+
+    torch.manual_seed(seed)
+    network = ValueNetwork(encoder, list(hidden), "sigmoid")
+    entries = {"model": network.model_args(), "weights": network.state_dict(), "config": config_to_dict(Config()),
+               "counters": {"games": 0, "turns": 0, "updates": 0, "train_seconds": 0.0}, "strength": {}}
+    return save_checkpoint(path, {**entries, **payload})
+
+
+def has_gnubg() -> bool:
+    """Whether GNU Backgammon's neural-net bindings (``pip install gnubg-nn``) can be imported."""
+    try:
+        import gnubg_nn  # noqa: F401
+    except ImportError:
+        return False
+    return True

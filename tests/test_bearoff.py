@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import pytest
 import torch
+from helpers import bearoff_board, roll_weight
 
 from bgtrain.bearoff import (
     BearoffDatabase,
@@ -18,16 +19,14 @@ from bgtrain.bearoff import (
     rank,
 )
 from bgtrain.outcomes import LOSE_BACKGAMMON, LOSE_GAMMON, WIN, WIN_BACKGAMMON, WIN_GAMMON
+from engine.dice import ALL_ROLLS
 from engine.reference import reference_afterstates
 from engine.rules import STANDARD, Rules
 
-ALL_ROLLS = [(high, low) for high in range(1, 7) for low in range(1, high + 1)]
 SMALL = 4  # checkers in the databases built by the fast tests: C(10, 6) = 210 positions
 THREE_CHECKERS = Rules(name="three-checkers", start_points=((24, 1), (13, 1), (6, 1)))
 
 
-def weight(roll: tuple[int, int]) -> Fraction:
-    return Fraction(1 if roll[0] == roll[1] else 2, 36)
 
 
 
@@ -42,17 +41,6 @@ def home(*points: int) -> torch.Tensor:
     for point in points:
         counts[point - 1] += 1
     return counts
-
-
-def board_of(mover: tuple[int, ...], opponent: tuple[int, ...]) -> torch.Tensor:
-    """A bear-off position: the mover's checkers on its points ``mover``, the opponent's on its own points
-    ``opponent`` (its point k is the mover's 25 - k)."""
-    board = torch.zeros(28, dtype=torch.int8)
-    for point in mover:
-        board[point] += 1
-    for point in opponent:
-        board[25 - point] -= 1
-    return board
 
 
 # --- ranking -------------------------------------------------------------------------------------
@@ -120,7 +108,7 @@ def brute_force(max_checkers: int):
             return Fraction(0)
         total = Fraction(1)
         for roll in ALL_ROLLS:
-            total += weight(roll) * min(expected(after) for after in afterstates(position, roll))
+            total += roll_weight(roll) * min(expected(after) for after in afterstates(position, roll))
         return total
 
     @functools.cache
@@ -130,7 +118,7 @@ def brute_force(max_checkers: int):
         return [tuple(after[1:7]) for after in reference_afterstates(board, roll)]
 
     def one_roll(position: tuple[int, ...]) -> Fraction:
-        return sum((weight(roll) for roll in ALL_ROLLS if any(sum(a) == 0 for a in afterstates(position, roll))),
+        return sum((roll_weight(roll) for roll in ALL_ROLLS if any(sum(a) == 0 for a in afterstates(position, roll))),
                    Fraction(0))
 
     return expected, one_roll
@@ -168,25 +156,25 @@ def test_distributions_are_probability_vectors(database):
 
 
 def test_covers_only_bearoff_positions(database):
-    covered = [board_of((6, 5), (1,)), board_of((1,), (6, 6, 6, 6))]
+    covered = [bearoff_board((6, 5), (1,)), bearoff_board((1,), (6, 6, 6, 6))]
     boards = [*covered]
-    contact = board_of((6,), (1,))
+    contact = bearoff_board((6,), (1,))
     contact[7] = 1  # a mover's checker outside its home board
     boards.append(contact)
-    on_bar = board_of((6,), (1,))
+    on_bar = bearoff_board((6,), (1,))
     on_bar[0] = -1  # an opponent's checker on the bar
     boards.append(on_bar)
-    boards.append(board_of((1, 2, 3, 4, 5), (1,)))  # more checkers than the small database holds
-    boards.append(board_of((), (1,)))  # the mover has borne off everything: not a position before a roll
+    boards.append(bearoff_board((1, 2, 3, 4, 5), (1,)))  # more checkers than the small database holds
+    boards.append(bearoff_board((), (1,)))  # the mover has borne off everything: not a position before a roll
     assert database.covers(torch.stack(boards)).tolist() == [True, True, False, False, False, False]
 
 
 def test_two_sided_win_probabilities_by_hand(database):
     boards = torch.stack([
-        board_of((1,), (6, 6)),  # the mover is off at once
-        board_of((6,), (6,)),  # 27/36 at once, else the opponent misses with 9/36 and the mover finishes
-        board_of((6, 5), (1,)),  # the mover must finish now: 6/36
-        board_of((2,), (1,)),
+        bearoff_board((1,), (6, 6)),  # the mover is off at once
+        bearoff_board((6,), (6,)),  # 27/36 at once, else the opponent misses with 9/36 and the mover finishes
+        bearoff_board((6, 5), (1,)),  # the mover must finish now: 6/36
+        bearoff_board((2,), (1,)),
     ])
     probs = database.outcomes(boards, STANDARD)
     expected_win = [1.0, 27 / 36 + (9 / 36) ** 2, 6 / 36, 1.0]
@@ -202,7 +190,7 @@ def test_gammon_chances_from_the_first_checker_off():
     # 4-2 (4/36), or 2-2, 3-3, 4-4, 5-5 (4/36; 4-4 plays 6/2(3) 2/off, 5-5 6/1(3) 1/off): 19/36. Other
     # rolls cannot, as a larger die may only bear off from the highest point, which stays the 6-point.
     database = build_bearoff_database(3)
-    board = board_of((6,), (6, 6, 6)).unsqueeze(0)
+    board = bearoff_board((6,), (6, 6, 6)).unsqueeze(0)
     probs = database.outcomes(board, THREE_CHECKERS)[0]
     win_gammon = 27 / 36 + (9 / 36) * (17 / 36)
     # The opponent wins only when the mover misses (9/36) and it then rolls 6-6 (1/36), its one way to
@@ -214,7 +202,7 @@ def test_gammon_chances_from_the_first_checker_off():
     assert float(first_off[1]) == pytest.approx(19 / 36, abs=1e-12)
     # Seen from the other side (the opponent to move, it never wins a gammon): it loses one when the
     # lone checker is off (27/36 in one roll, surely in two) before its own first checker.
-    flipped = database.outcomes(board_of((6, 6, 6), (6,)).unsqueeze(0), THREE_CHECKERS)[0]
+    flipped = database.outcomes(bearoff_board((6, 6, 6), (6,)).unsqueeze(0), THREE_CHECKERS)[0]
     assert float(flipped[WIN_GAMMON]) == 0.0
     lose_gammon = 27 / 36 * (17 / 36) + 9 / 36 * float(first_off[3:].sum())
     assert float(flipped[LOSE_GAMMON]) == pytest.approx(lose_gammon, abs=1e-6)
@@ -225,7 +213,7 @@ def test_gammon_chances_from_the_first_checker_off():
 
 def test_gammons_need_rules_with_gammons(database):
     no_gammons = Rules(name="no-gammons", start_points=((24, 1), (13, 1), (6, 1)), gammons=False)
-    probs = database.outcomes(board_of((6,), (6, 6, 6)).unsqueeze(0), no_gammons)
+    probs = database.outcomes(bearoff_board((6,), (6, 6, 6)).unsqueeze(0), no_gammons)
     assert float(probs[0, WIN_GAMMON]) == 0.0
 
 

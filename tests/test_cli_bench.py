@@ -6,6 +6,7 @@ import json
 import sys
 
 import pytest
+from helpers import has_gnubg, tiny_checkpoint
 
 from bgtrain.arena.duel import DuelResult
 from bgtrain.arena.league import fit_ratings
@@ -62,7 +63,7 @@ def test_league_writes_table_json_and_plot(tmp_path, capsys):
     capsys.readouterr()
     assert main(["league", "pubeval", "random", str(tmp_path / "none.pt"), "--games", "4"]) == 2
     capsys.readouterr()
-    third = "gnubg:0ply" if _has_gnubg() else str(_tiny_checkpoint(tmp_path))
+    third = "gnubg:0ply" if has_gnubg() else str(tiny_checkpoint(tmp_path / "tiny.pt"))
     assert main(["league", "pubeval", "random", third, "--games", "8", "--out", str(out), "--threads", "1"]) == 0
     text = capsys.readouterr().out
     assert "rating" in text
@@ -82,33 +83,10 @@ def test_league_plot_without_matplotlib_is_an_svg(tmp_path, capsys, monkeypatch)
     assert svg.startswith("<svg") and "pubeval" in svg and "ratings" in svg
 
 
-def _tiny_checkpoint(directory):
-    import torch
-
-    from bgtrain.checkpoint import save_checkpoint
-    from bgtrain.config import Config, config_to_dict
-    from bgtrain.network import ValueNetwork
-
-    torch.manual_seed(5)
-    network = ValueNetwork("tesauro198", [8], "sigmoid")
-    payload = {"model": network.model_args(), "weights": network.state_dict(), "config": config_to_dict(Config()),
-               "counters": {"games": 0, "turns": 0, "updates": 0, "train_seconds": 0.0}, "strength": {}}
-    return save_checkpoint(directory / "tiny.pt", payload)
-
-
-def _has_gnubg() -> bool:
-    try:
-        import gnubg_nn  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @pytest.mark.parametrize("flags, mode", [(["--cube"], "money_cubeful"), (["--match", "3"], "match_3")])
 def test_cubeful_bench_runs_and_saves_games(flags, mode, tmp_path, capsys):
-    pytest.importorskip("bgtrain.cube")
     path, games = tmp_path / "cube.json", tmp_path / "games"
-    argv = ["bench", str(_tiny_checkpoint(tmp_path)), "pubeval", "--games", "4", "--threads", "1",
+    argv = ["bench", str(tiny_checkpoint(tmp_path / "tiny.pt")), "pubeval", "--games", "4", "--threads", "1",
             "--json", str(path), "--save-games", str(games), *flags]
     assert main(argv) == 0
     assert "doubles per game" in capsys.readouterr().out

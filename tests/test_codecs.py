@@ -12,6 +12,7 @@ import base64
 
 import pytest
 import torch
+from helpers import board_from_counts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,14 +61,6 @@ def pack_match_key(**fields: int) -> str:
         assert 0 <= value < 1 << width
         key |= value << first_bit
     return base64.b64encode(key.to_bytes(9, "little")).decode()
-
-
-def make_board(points: dict[int, int]) -> torch.Tensor:
-    """A board ``int8[28]`` from ``{index: value}`` in our layout (0 = opponent's bar, 25 = mover's bar)."""
-    board = torch.zeros(28, dtype=torch.int8)
-    for index, value in points.items():
-        board[index] = value
-    return board
 
 
 # --- strategies ----------------------------------------------------------------------------------------------
@@ -172,13 +165,13 @@ PINNED_POSITION_IDS = [
 @pytest.mark.parametrize("position_id, points", PINNED_POSITION_IDS)
 def test_pinned_position_ids(position_id, points):
     board = decode_position_id(position_id)
-    assert torch.equal(board, make_board(points))
+    assert torch.equal(board, board_from_counts(points))
     assert encode_position_id(board) == position_id
 
 
 def test_position_id_side_order_is_opponent_first():
     # A lone mover checker on its 1 point and nothing else: the mover's run comes second in the key.
-    board = make_board({1: 1})
+    board = board_from_counts({1: 1})
     assert encode_position_id(board) == pack_position_key(opponent={}, mover={1: 1})
     assert encode_position_id(flip_board(board)) == pack_position_key(opponent={1: 1}, mover={})
 
@@ -195,7 +188,7 @@ def test_position_id_round_trip_from_board(board):
 
 
 def test_position_id_round_trip_bars_and_borne_off():
-    board = make_board({0: -3, 25: 2, 1: -2, 6: 4, 19: -5, 24: 1})  # both bars, 8 and 5 borne off
+    board = board_from_counts({0: -3, 25: 2, 1: -2, 6: 4, 19: -5, 24: 1})  # both bars, 8 and 5 borne off
     assert torch.equal(decode_position_id(encode_position_id(board)), board)
 
 
@@ -229,11 +222,11 @@ def test_position_id_checker_limit_follows_the_variant():
 
 
 def test_position_id_encode_errors():
-    in_hand = make_board({MOVER_IN_HAND: 15, 27: -15})
+    in_hand = board_from_counts({MOVER_IN_HAND: 15, 27: -15})
     with pytest.raises(ValueError, match="checkers in hand"):
         encode_position_id(in_hand)
     with pytest.raises(ValueError, match="16 checkers for the player on roll"):
-        encode_position_id(make_board({6: 16}))
+        encode_position_id(board_from_counts({6: 16}))
     with pytest.raises(ValueError, match="28 entries"):
         encode_position_id([0] * 26)
 
@@ -512,7 +505,7 @@ def test_xgid_checker_limit_follows_the_variant():
 
 def test_xg_position_rejects_checkers_in_hand():
     with pytest.raises(ValueError, match="checkers in hand"):
-        XgPosition(board=make_board({MOVER_IN_HAND: 1}))
+        XgPosition(board=board_from_counts({MOVER_IN_HAND: 1}))
 
 
 # --- ASCII board ---------------------------------------------------------------------------------------------
@@ -534,7 +527,7 @@ def test_draw_start_position():
 
 
 def test_draw_bars_borne_off_tall_stacks_and_in_hand():
-    board = make_board({0: -3, 25: 12, 3: 2, 20: -11})  # 1 off each side
+    board = board_from_counts({0: -3, 25: 12, 3: 2, 20: -11})  # 1 off each side
     lines = draw_board(board, caption="bars", mover="W", opponent="B").splitlines()
     assert lines[0] == " bars"
     assert lines[3] == " |                  | B |    B             | B"  # opponent's bar, 1 off
@@ -542,6 +535,6 @@ def test_draw_bars_borne_off_tall_stacks_and_in_hand():
     assert lines[9] == " |                  |12 |                  |"
     assert lines[-2] == " |                  | W |          W       | W"
     assert lines[-1].endswith("W: 306 pips, 1 off")
-    in_hand = make_board({MOVER_IN_HAND: 14, 27: -15, 6: 1})
+    in_hand = board_from_counts({MOVER_IN_HAND: 14, 27: -15, 6: 1})
     drawing = draw_board(in_hand)
     assert "Position ID: none (checkers in hand)" in drawing and "In hand: X 14, O 15" in drawing

@@ -546,3 +546,24 @@ def test_bad_inputs_raise(make, message):
 def test_wrong_state_types_raise_type_errors():
     with pytest.raises(TypeError, match="expected a MoneyGame or MatchGame"):
         cube_decision(torch.zeros(2, 5), CENTRED, "money")
+
+
+def test_cube_owner_conversions_round_trip_both_ways():
+    """One owner representation (from the side to move, as engine.xgid writes it); seats and GNU's
+    match ID owners convert to it and back."""
+    from bgtrain.cube import OWNERS, holder_seat, match_id_owner, owner_from_match_id, owner_seen_by
+    from engine import match_id, xgid
+
+    assert OWNERS == xgid.CUBE_OWNERS
+    for seat in (0, 1):
+        for holder in (None, 0, 1):
+            owner = owner_seen_by(holder, seat)
+            assert holder_seat(owner, seat) == holder
+            # The other side sees the same cube flipped.
+            assert owner_seen_by(holder, 1 - seat) == CubeState(1 if holder is None else 2, owner).flipped().owner
+        for owner in OWNERS:
+            written = match_id_owner(owner, seat)
+            assert written in match_id.CUBE_OWNERS and owner_from_match_id(written, seat) == owner
+    assert owner_seen_by(0, 0) == "mover" and owner_seen_by(1, 0) == "opponent" and owner_seen_by(None, 1) == "centred"
+    with pytest.raises(ValueError, match="unknown cube owner"):
+        holder_seat("player0", 0)

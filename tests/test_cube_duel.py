@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import FunctionValue
 
 from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent
 from bgtrain.arena.cube_duel import CubeDuelRecords, cube_probabilities, play_cube_duel
 from bgtrain.arena.duel import play_duel
 from bgtrain.arena.matfile import DOUBLE, WIN, read_mat, replay_game, save_cubeful_games
 from bgtrain.network import ValueNetwork
-from engine.board import flip_board, pip_counts
+from engine.board import pip_counts
 from engine.rules import STANDARD
-
-pytest.importorskip("bgtrain.cube")
-
 
 
 def pip_race_outcomes(board: torch.Tensor) -> torch.Tensor:
@@ -38,7 +36,7 @@ class PipCubeAgent(PubevalAgent):
 
 
 def greedy(name: str) -> GreedyValueAgent:
-    return GreedyValueAgent(lambda afterstates: pip_race_outcomes(flip_board(afterstates)), name, STANDARD)
+    return GreedyValueAgent(FunctionValue(pip_race_outcomes), name, STANDARD)
 
 
 def test_probabilities_of_a_greedy_agent_are_for_the_side_to_move():

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import random_boards
+from helpers import board_from_counts, random_boards
 
-from bgtrain.encoding import ENCODERS, FirstLayerTable, _escape_table, get_encoder, is_race
+from bgtrain.encoding import ENCODERS, FirstLayerTable, _escape_table, get_encoder
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
+from engine.position_facts import is_race
 from engine.rules import STANDARD, Rules
 
 SHORT = Rules(name="short", start_points=((6, 4), (8, 3), (13, 3)))  # 10 checkers a side
@@ -54,12 +55,7 @@ def longest_prime(board: torch.Tensor) -> torch.Tensor:
 
 def board_with(points: dict[int, int], bar: int = 0, opponent_bar: int = 0) -> torch.Tensor:
     """``int8[1, 28]`` with ``points`` {mover's point: signed count} and the bars; the rest is borne off."""
-    board = torch.zeros(1, 28, dtype=torch.int8)
-    for point, count in points.items():
-        board[0, point] = count
-    board[0, MOVER_BAR] = bar
-    board[0, OPPONENT_BAR] = -opponent_bar
-    return board
+    return board_from_counts(points, bar, opponent_bar).unsqueeze(0)
 
 
 @pytest.mark.parametrize(

@@ -6,11 +6,10 @@ import pytest
 import torch
 from helpers import compile_mode, random_boards
 
+from engine.dice import ALL_ROLLS
 from engine.movegen import legal_afterstates
 from engine.random_play import sample_positions
 from engine.reference import reference_afterstates
-
-ALL_ROLLS = [(high, low) for high in range(1, 7) for low in range(1, high + 1)]
 
 
 def batched_sets(boards: torch.Tensor, roll: tuple[int, int]) -> list[set[tuple[int, ...]]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import bearoff_board, random_boards, roll_weight
 
 from bgtrain.arena.duel import play_duel
 from bgtrain.bearoff import build_bearoff_database
@@ -20,6 +21,7 @@ from bgtrain.outcomes import (
     terminal_outcomes,
 )
 from engine.board import flip_board, pip_counts
+from engine.dice import ALL_ROLLS
 from engine.game import winning_points
 from engine.movegen import legal_afterstates
 from engine.notation import parse_play
@@ -27,12 +29,11 @@ from engine.position_id import decode_position_id
 from engine.random_play import sample_positions
 from engine.rules import STANDARD
 
-ALL_ROLLS = [(high, low) for high in range(1, 7) for low in range(1, high + 1)]
 START = "4HPwATDgc/ABMA"
 
 
 def weight(roll) -> float:
-    return (1.0 if roll[0] == roll[1] else 2.0) / 36.0
+    return float(roll_weight(roll))
 
 
 
@@ -56,16 +57,6 @@ def evaluator(network, database) -> Evaluator:
 def positions():
     boards, dice = sample_positions(200, seed=7)
     return boards, dice
-
-
-def bearoff_board(mover: tuple[int, ...], opponent: tuple[int, ...]) -> torch.Tensor:
-    """The mover's checkers on its points ``mover``; the opponent's on its own points ``opponent``."""
-    board = torch.zeros(28, dtype=torch.int8)
-    for point in mover:
-        board[point] += 1
-    for point in opponent:
-        board[25 - point] -= 1
-    return board
 
 
 class PipValue:
@@ -253,3 +244,29 @@ def test_from_path(tmp_path, network, positions):
     assert torch.allclose(loaded.probabilities(boards), direct.probabilities(boards))
     with pytest.raises(FileNotFoundError):
         Evaluator.from_path(tmp_path / "missing.pt", bearoff=False)
+
+
+@pytest.mark.parametrize("options", [{"bearoff": False, "clamps": False}, {"bearoff": True, "clamps": True}])
+def test_greedy_agent_plays_as_the_evaluator_at_0ply(network, database, options):
+    """One valuation of plays (``bgtrain.static_value``): the greedy agent that ``bgtrain bench PATH.pt``
+    plays and ``Evaluator.agent(0)`` choose the same plays given the same options, bear-offs included."""
+    from bgtrain.arena.agents import GreedyValueAgent
+    from engine.rules import Rules
+    from engine.state import State
+
+    bearoff = database if options["bearoff"] else None
+    evaluator = Evaluator.from_network(network, bearoff=bearoff or False, clamps=options["clamps"])
+    agent = GreedyValueAgent.from_network(network, "net", bearoff=bearoff, clamps=options["clamps"])
+    boards, dice = sample_positions(400, 3)
+    # Races of three checkers a side: many inside the (3-checker) database.
+    three = Rules(name="three", start_points=((24, 1), (23, 1), (22, 1)))
+    race = torch.cat((boards, random_boards(200, seed=4, rules=three, race=True)))
+    dice = torch.cat((dice, torch.randint(1, 7, (200, 2), generator=torch.Generator().manual_seed(1))))
+    state = State(board=race, dice=dice.to(torch.int8), seat=torch.zeros(600, dtype=torch.int8),
+                  turn=torch.ones(600, dtype=torch.int32), game_over=torch.zeros(600, dtype=torch.bool),
+                  result=torch.zeros(600, dtype=torch.int8))
+    afterstates = legal_afterstates(state.board, state.dice)
+    assert torch.equal(agent.choose(state, afterstates), evaluator.agent(0).choose(state, afterstates))
+    if bearoff is not None:
+        assert int(database.covers(afterstates.boards).sum()) > 50  # the database decides many plays
+    assert torch.equal(agent.cube_probabilities(race), evaluator.probabilities(race))

@@ -316,3 +316,41 @@ def test_evaluator_and_eval_accept_an_onnx_export(checkpoints, tmp_path, capsys)
     assert main(["eval", "4HPwATDgc/ABMA", "--dice", "31", "--model", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["model"] == str(path) and len(report["hint"]) == 16
+
+
+@pytest.mark.parametrize("variant", ["hypergammon", pytest.param("acey-deucey", marks=pytest.mark.slow)])
+def test_a_variant_checkpoint_exports_and_reads_back_for_its_variant(tmp_path, variant) -> None:
+    """A checkpoint that names its variant only in its config exports for that variant, and the ONNX
+    file evaluates the variant's positions as the network does (acey-deucey, slow: sampling its
+    positions takes a minute; its equity weighs checkers left)."""
+    pytest.importorskip("onnx")
+    from dataclasses import replace
+
+    from engine.variants import get_rules
+
+    rules = get_rules(variant)
+    torch.manual_seed(3)
+    network = ValueNetwork("tesauro198", [8], "sigmoid")
+    config = Config()
+    config = replace(config, run=replace(config.run, variant=variant))
+    payload = {"model": network.model_args(), "weights": network.state_dict(), "config": config_to_dict(config),
+               "counters": COUNTERS}
+    checkpoint = save_checkpoint(tmp_path / f"{variant}.pt", payload)
+    metadata = export_checkpoint(checkpoint, tmp_path / f"{variant}.onnx", "onnx")
+    assert (metadata["rules"], metadata["rules.checkers_per_side"]) == (variant, str(rules.checkers_per_side))
+    assert ("checkers left" in metadata["equity.meaning"]) == (rules.scoring == "checkers_left")
+    model = load_value_model(tmp_path / f"{variant}.onnx")
+    assert model.rules == rules
+    boards, _ = sample_positions(500, 5, rules, "cpu")
+    probabilities, equity = model.evaluate_with_equity(boards, rules)
+    want = network.evaluate(boards, rules)
+    assert (probabilities - want).abs().max() <= TOLERANCE
+    assert (equity - cubeless_equity(want, rules)).abs().max() <= TOLERANCE
+
+
+def test_equity_meaning_follows_the_scoring() -> None:
+    from bgtrain.export import EQUITY_MEANING, equity_meaning
+    from engine.variants import get_rules
+
+    assert equity_meaning(get_rules("hypergammon")) == EQUITY_MEANING
+    assert "14 (WIN_GAMMON - LOSE_GAMMON)" in equity_meaning(get_rules("acey-deucey"))

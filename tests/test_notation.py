@@ -8,11 +8,11 @@ import random
 import pytest
 
 from engine.board import BOARD_WIDTH, FLIP_PERMUTATION, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR
+from engine.dice import ALL_ROLLS
 from engine.notation import NO_MOVE, format_play, parse_play, play_notation
 from engine.reference import reference_afterstates, reference_plays
 from engine.rules import STANDARD, Rules
 
-ALL_ROLLS = [(high, low) for high in range(6, 0, -1) for low in range(high, 0, -1)]
 START = tuple(STANDARD.start_board().tolist())
 IN_HAND_RULES = Rules(name="in-hand test", start_points=((24, 2), (13, 5), (8, 3), (6, 3)), start_in_hand=2)
 

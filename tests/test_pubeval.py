@@ -9,8 +9,9 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.arena.pubeval import is_race, pubeval_inputs, pubeval_scores
+from bgtrain.arena.pubeval import pubeval_inputs, pubeval_scores
 from engine.board import MOVER_BAR, OPPONENT_BAR
+from engine.position_facts import is_race
 from engine.rules import STANDARD
 
 WEIGHTS = json.loads(resources.files("bgtrain").joinpath("data/pubeval.json").read_text())

@@ -17,24 +17,20 @@ pair (25 = bar, 26 = hand, 0 = off) and sends a blot it lands on to the bar.
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 
 import pytest
+from helpers import board_from_drawing
 
 from engine.board import (
-    BOARD_WIDTH,
     FLIP_PERMUTATION,
-    MOVER_BAR,
-    MOVER_IN_HAND,
     OPPONENT_BAR,
-    OPPONENT_IN_HAND,
 )
-from engine.reference import reference_afterstates
+from engine.dice import ALL_ROLLS
+from engine.reference import move_checker, reference_afterstates
 from engine.rules import STANDARD, Rules
 
 IMPLEMENTATIONS = ["reference", "batched"]
-ALL_ROLLS = [(high, low) for high in range(6, 0, -1) for low in range(high, 0, -1)]  # the 21 rolls
 
 # A variant whose checkers start in hand (index 26), for the entering-from-hand cases.
 IN_HAND_RULES = Rules(name="in-hand test", start_points=((6, 13),), start_in_hand=2)
@@ -43,43 +39,12 @@ IN_HAND_RULES = Rules(name="in-hand test", start_points=((6, 13),), start_in_han
 # --- boards as drawings ------------------------------------------------------------------------
 
 
-def board_from_drawing(drawing: str) -> tuple[int, ...]:
-    """Parse a drawing (format in the module docstring) into a 28-int board row."""
-    lines = [line.split() for line in textwrap.dedent(drawing).strip().splitlines()]
-    top_labels, top_cells, bottom_cells, bottom_labels, *extra = lines
-    board = [0] * BOARD_WIDTH
-    for labels, cells in ((top_labels, top_cells), (bottom_labels, bottom_cells)):
-        labels = [label for label in labels if label != "|"]
-        cells = [cell for cell in cells if cell != "|"]
-        assert len(labels) == len(cells) == 12, drawing
-        for label, cell in zip(labels, cells):
-            if cell != ".":
-                assert cell[0] in "XO", cell
-                board[int(label)] = int(cell[1:]) * (1 if cell[0] == "X" else -1)
-    for line in extra:
-        where, mover, opponent = line
-        assert mover[0] == "X" and opponent[0] == "O", line
-        mover_index, opponent_index = {
-            "bar": (MOVER_BAR, OPPONENT_BAR),
-            "hand": (MOVER_IN_HAND, OPPONENT_IN_HAND),
-        }[where]
-        board[mover_index] = int(mover[1:])
-        board[opponent_index] = -int(opponent[1:])
-    return tuple(board)
-
-
 def moved(board: tuple[int, ...], *steps: tuple[int, int]) -> tuple[int, ...]:
     """``board`` after moving one mover checker for each ``(from, to)``; a blot landed on is hit."""
     after = list(board)
     for source, target in steps:
-        assert after[source] > 0, (source, target)
-        after[source] -= 1
-        if target != 0:
-            if after[target] == -1:
-                after[target] = 0
-                after[OPPONENT_BAR] -= 1
-            assert after[target] >= 0, (source, target)
-            after[target] += 1
+        assert after[source] > 0 and (target == 0 or after[target] >= -1), (source, target)
+        move_checker(after, source, target)
     return tuple(after)
 
 

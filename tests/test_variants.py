@@ -20,7 +20,7 @@ from test_rules_golden import board_from_drawing, moved
 from bgtrain.cli import main
 from bgtrain.config import load_config
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, borne_off, flip_board
-from engine.dice import RandomDice, ScriptedDice
+from engine.dice import ALL_ROLLS, RandomDice, ScriptedDice
 from engine.game import new_games, play, restart_finished, winning_points
 from engine.movegen import legal_afterstates
 from engine.position_id import decode_position_id, encode_position_id
@@ -31,7 +31,6 @@ from engine.state import State
 from engine.variants import VARIANTS, get_rules
 
 IMPLEMENTATIONS = ["reference", "batched"]
-ALL_ROLLS = [(high, low) for high in range(6, 0, -1) for low in range(high, 0, -1)]
 ACEY_DEUCEY = get_rules("acey-deucey")
 DUTCH = get_rules("dutch")
 
@@ -765,19 +764,22 @@ def test_checkers_left_clamp_needs_two_checkers_to_bear_off():
 def test_acey_deucey_greedy_agent_prefers_the_bigger_win():
     """A play that wins now beats one that does not, and the win is valued at the checkers the loser
     has left (all 15 here), not at 1."""
-    from bgtrain.arena.agents import GreedyValueAgent, afterstate_outcomes
+    from helpers import FunctionValue
+
+    from bgtrain.arena.agents import GreedyValueAgent
     from bgtrain.outcomes import cubeless_equity
+    from bgtrain.static_value import StaticValue
 
     board = torch.zeros(28, dtype=torch.int8)
     board[1], board[3], board[24], board[27] = 1, 1, -3, -12  # the mover's last two; 15 opposing left
     # 3-1: 3/off 1/off wins; 3/2 2/off leaves the checker on the 1-point.
     afterstates = legal_afterstates(board.unsqueeze(0), torch.tensor([[3, 1]]), ACEY_DEUCEY)
     assert afterstates.total == 2
-    outcomes = afterstate_outcomes(lambda boards: torch.full((boards.shape[0], 5), 0.5), afterstates.boards,
-                                   ACEY_DEUCEY, afterstates.extra_roll)
+    half = FunctionValue(lambda boards: torch.full((boards.shape[0], 5), 0.5))
+    outcomes = StaticValue(half, ACEY_DEUCEY, clamps=False).plays(afterstates)
     equity = cubeless_equity(outcomes, ACEY_DEUCEY)
     assert sorted(equity.tolist()) == [0.0, 15.0]
-    agent = GreedyValueAgent(lambda boards: torch.full((boards.shape[0], 5), 0.5), "half", ACEY_DEUCEY)
+    agent = GreedyValueAgent(half, "half", ACEY_DEUCEY)
     state = State(board=board.unsqueeze(0), dice=torch.tensor([[3, 1]], dtype=torch.int8),
                   seat=torch.zeros(1, dtype=torch.int8), turn=torch.zeros(1, dtype=torch.int32),
                   game_over=torch.zeros(1, dtype=torch.bool), result=torch.zeros(1, dtype=torch.int8))

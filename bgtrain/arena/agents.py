@@ -10,11 +10,12 @@ from typing import Protocol
 
 import torch
 
-from bgtrain.arena.pubeval import is_race, pubeval_scores
-from bgtrain.outcomes import cubeless_equity, flip_outcomes, terminal_outcomes
-from engine.board import flip_board
-from engine.game import winning_points
+from bgtrain.arena.pubeval import pubeval_scores
+from bgtrain.bearoff import BearoffDatabase
+from bgtrain.outcomes import cubeless_equity
+from bgtrain.static_value import NetworkValue, StaticValue, ValueFunction
 from engine.movegen import Afterstates
+from engine.position_facts import is_race
 from engine.random_play import random_choice
 from engine.rules import STANDARD, Rules
 from engine.state import State
@@ -37,29 +38,6 @@ def argmax_per_position(scores: torch.Tensor, afterstates: Afterstates) -> torch
     first = torch.full((batch,), scores.shape[0], dtype=torch.int64, device=scores.device)
     first = first.scatter_reduce(0, position, candidate, "amin")
     return first - afterstates.offsets
-
-
-def afterstate_outcomes(
-    evaluate_next_side, afterstates: torch.Tensor, rules: Rules, extra_roll: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Outcome probabilities of afterstates for the side that just moved: ``float[N, 5]``.
-
-    ``evaluate_next_side(afterstates) -> float[N, 5]`` scores each afterstate for the side to move
-    next (``ValueNetwork.evaluate_flipped``, or ``evaluate`` of ``flip_board``); the result is flipped
-    back to the mover. Where ``extra_roll: bool[N]`` is set (acey-deucey) the mover moves again, so
-    the afterstate is scored for the mover as it stands. A move that bears off the last checker
-    scores as the real result (1, 2 or 3 points, acey-deucey's checkers left, or the loss of
-    play-to-lose), not as the network's
-    guess.
-    """
-    outcomes = flip_outcomes(evaluate_next_side(afterstates))
-    if extra_roll is not None and bool(extra_roll.any()):
-        outcomes[extra_roll] = evaluate_next_side(flip_board(afterstates[extra_roll]))
-    points = winning_points(afterstates, rules)
-    ends = points != 0
-    if bool(ends.any()):
-        outcomes[ends] = terminal_outcomes(points[ends], outcomes.dtype, rules)
-    return outcomes
 
 
 class RandomAgent:
@@ -87,22 +65,28 @@ class PubevalAgent:
 
 
 class GreedyValueAgent:
-    """Plays the afterstate of highest cubeless equity under a value function (0-ply).
-
-    ``evaluate_next_side(afterstates int8[N, 28]) -> float[N, 5]``: outcome probabilities of each
-    afterstate for the side to move next (see ``afterstate_outcomes``).
+    """Plays the afterstate of highest cubeless equity at 0-ply: ``bgtrain.static_value.StaticValue.plays``
+    on ``value`` (a ``ValueFunction``), so with the same ``bearoff`` and ``clamps`` it plays exactly as
+    ``Evaluator.agent(0)`` does. By default neither: the bare network, as self-play trains it and as
+    ``bgtrain bench PATH.pt`` plays it.
     """
 
-    def __init__(self, evaluate_next_side, name: str, rules: Rules = STANDARD) -> None:
+    def __init__(self, value: ValueFunction, name: str, rules: Rules = STANDARD,
+                 bearoff: BearoffDatabase | None = None, clamps: bool = False) -> None:
         self.name = name
-        self.evaluate_next_side = evaluate_next_side
         self.rules = rules
+        self.static = StaticValue(value, rules, bearoff, clamps)
 
     @classmethod
-    def from_network(cls, network, name: str, rules: Rules = STANDARD) -> GreedyValueAgent:
-        return cls(lambda afterstates: network.evaluate_flipped(afterstates, rules), name, rules)
+    def from_network(cls, network, name: str, rules: Rules = STANDARD, **options) -> GreedyValueAgent:
+        """On a model with ``evaluate(board, rules)`` and ``evaluate_flipped(board, rules)`` (a
+        ``ValueNetwork`` or an exported model); ``options``: ``bearoff``, ``clamps``."""
+        return cls(NetworkValue(network, rules), name, rules, **options)
 
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:
-        extra_roll = afterstates.extra_roll if self.rules.acey_deucey else None
-        outcomes = afterstate_outcomes(self.evaluate_next_side, afterstates.boards, self.rules, extra_roll)
-        return argmax_per_position(cubeless_equity(outcomes, self.rules), afterstates)
+        return argmax_per_position(cubeless_equity(self.static.plays(afterstates), self.rules), afterstates)
+
+    def cube_probabilities(self, board: torch.Tensor) -> torch.Tensor:
+        """The outcome probabilities the cube decisions use (``bgtrain.arena.cube_duel``): ``V_0`` of
+        ``board: int8[B, 28]`` for its side to move, ``float32[B, 5]``."""
+        return self.static.positions(board)

@@ -29,14 +29,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bgtrain.arena.agents import Agent, GreedyValueAgent
+from bgtrain.arena.agents import Agent
 from bgtrain.arena.duel import MirroredDice, _LiveDice, choose_moves
-from engine.board import flip_board, pip_counts
+from bgtrain.cube.efficiency import cube_efficiency
 from engine.game import new_games, play
 from engine.rules import STANDARD, Rules
 from engine.state import State
-
-CENTRED = -1  # cube owner: no one; else the owning seat (0 or 1)
 
 
 def cube_probabilities(agent: Agent):
@@ -44,28 +42,10 @@ def cube_probabilities(agent: Agent):
     before its roll, or None for agents that have none (they never double and always take)."""
     if hasattr(agent, "cube_probabilities"):
         return agent.cube_probabilities
-    if isinstance(agent, GreedyValueAgent):
-        # evaluate_next_side(a) = evaluate(flip_board(a)), so evaluate(b) = evaluate_next_side(flip_board(b)).
-        return lambda board: agent.evaluate_next_side(flip_board(board))
     evaluator = getattr(agent, "evaluator", None)
     if evaluator is not None and hasattr(evaluator, "probabilities"):
         return lambda board: evaluator.probabilities(board, agent.ply)
     return None
-
-
-def _efficiency(board: torch.Tensor) -> torch.Tensor:
-    """Janowski's cube efficiency per position (``bgtrain.cube.CubeEfficiency``), by kind: contact,
-    race, or bear-off (every checker of both sides home)."""
-    from bgtrain.arena.pubeval import is_race
-    from bgtrain.cube import DEFAULT_EFFICIENCY, PositionKind
-
-    race = is_race(board)
-    mover_pips, _ = pip_counts(board)
-    home = ((board[:, 7:26] > 0).sum(1) == 0) & ((board[:, 0:19] < 0).sum(1) == 0)
-    kind = torch.full(race.shape, int(PositionKind.CONTACT), dtype=torch.long, device=board.device)
-    kind = torch.where(race, int(PositionKind.RACE), kind)
-    kind = torch.where(race & home, int(PositionKind.BEAROFF), kind)
-    return DEFAULT_EFFICIENCY.of(kind.cpu(), mover_pips.cpu())
 
 
 @dataclass
@@ -110,6 +90,170 @@ class CubeDuelResult:
                 f"with the cube over {self.games:,} money games")
 
 
+@dataclass
+class SlotCube:
+    """One slot's cube and match: the cube's value and holder (a seat, 0 or 1; None while centred),
+    the score by seat, the Crawford state, the game number and A's running totals."""
+
+    value: int = 1
+    holder: int | None = None
+    score: list[int] = field(default_factory=lambda: [0, 0])
+    crawford: bool = False  # this game is the Crawford game
+    crawford_used: bool = False
+    game_number: int = 1
+    a_points: int = 0  # money: the one game; matches: summed over the match
+    match_won: int = 0
+
+    def may_double(self, seat: int, turn: int) -> bool:
+        """The side in ``seat`` may double: past the opening roll, with access to the cube, not Crawford."""
+        return turn > 0 and self.holder in (None, seat) and not self.crawford
+
+    def cube_for(self, seat: int):
+        """The cube as the side in ``seat`` sees it (``bgtrain.cube.CubeState``)."""
+        from bgtrain.cube import CubeState, owner_seen_by
+
+        return CubeState(self.value, owner_seen_by(self.holder, seat))
+
+    def game_for(self, seat: int, match_length: int, met, money):
+        """The game the side in ``seat`` plays: ``money`` (a ``MoneyGame``) or its match game."""
+        if not match_length:
+            return money
+        from bgtrain.cube import MatchGame
+
+        return MatchGame(match_length, (self.score[seat], self.score[1 - seat]), self.crawford, met)
+
+    def take(self, taker: int) -> None:
+        self.value *= 2
+        self.holder = taker
+
+    def end_game(self, winner: int, points: int, winner_is_a: bool, match_length: int) -> bool:
+        """Book a game ``winner`` (a seat) won for ``points``; True when the slot is done (a money
+        game, or the match is over), else the next game of the match is set up."""
+        self.a_points += points if winner_is_a else -points
+        if not match_length:
+            return True
+        self.score[winner] += points
+        if self.score[winner] >= match_length:
+            self.match_won = 1 if winner_is_a else 0
+            return True
+        self.crawford = not self.crawford_used and match_length - 1 in self.score
+        self.crawford_used = self.crawford_used or self.crawford
+        self.value, self.holder = 1, None
+        self.game_number += 1
+        return False
+
+
+@dataclass
+class _Tally:
+    """Counts over all slots, by A (0) and B (1)."""
+
+    games: int = 0
+    wins: list[int] = field(default_factory=lambda: [0, 0])
+    gammons: list[int] = field(default_factory=lambda: [0, 0])
+    doubles: int = 0
+    drops: int = 0
+
+
+class _CubeDuel:
+    """The running benchmark: slots, agents' probabilities, tallies, records (see ``play_cube_duel``)."""
+
+    def __init__(self, agent_a: Agent, agent_b: Agent, pairs: int, rules: Rules, device: torch.device,
+                 match_length: int, records: CubeDuelRecords | None, dice: MirroredDice) -> None:
+        from bgtrain.cube import MoneyGame
+        from bgtrain.cube.met import default_met
+
+        self.slots = [SlotCube() for _ in range(2 * pairs)]
+        self.a_seat = [0] * pairs + [1] * pairs
+        self.probabilities = (cube_probabilities(agent_a), cube_probabilities(agent_b))
+        self.rules, self.device, self.match_length, self.records, self.dice = rules, device, match_length, records, dice
+        self.met = default_met() if match_length else None
+        if match_length and match_length > self.met.max_length:
+            raise ValueError(f"--match {match_length}: the match equity table goes up to {self.met.max_length} points")
+        self.money = MoneyGame(jacoby=False)
+        self.tally = _Tally()
+
+    def record(self, slot: int, event: tuple) -> None:
+        if self.records is not None:
+            self.records.add(slot, self.slots[slot].game_number, event)
+
+    def end_game(self, slot: int, winner: int, points: int, gammon: bool) -> bool:
+        """Book a finished game; True when the slot is done (money game, or match over)."""
+        self.tally.games += 1
+        winner_is_a = winner == self.a_seat[slot]
+        self.tally.wins[0 if winner_is_a else 1] += 1
+        if gammon:
+            self.tally.gammons[0 if winner_is_a else 1] += 1
+        self.record(slot, ("win", winner, points))
+        return self.slots[slot].end_game(winner, points, winner_is_a, self.match_length)
+
+    def settle(self, state: State, ids: torch.Tensor, slot_list: list[int], ended: list[int], restart: list[int]):
+        """After games end: rows whose slot goes on (the next game of a match) restart in place, rows
+        whose slot is done leave the batch. Returns the new ``(state, ids)``."""
+        if restart:
+            state = _restart_rows(state, restart, [slot_list[row] for row in restart], self.dice, self.rules,
+                                  len(self.slots))
+        if ended:
+            keep = torch.ones(ids.numel(), dtype=torch.bool, device=self.device)
+            keep[torch.tensor(ended, device=self.device)] = False
+            state, ids = state.select(keep), ids[keep]
+        return state, ids
+
+    def cube_phase(self, state: State, ids: torch.Tensor):
+        """Every side to move that may double decides, its opponent answers; passes end games.
+        Returns the new ``(state, ids)``."""
+        from bgtrain.cube import TakeAction, cube_decision, is_double
+
+        slot_list, seats, turns = ids.tolist(), state.seat.tolist(), state.turn.tolist()
+        ended: list[int] = []  # rows whose slot is done (a money game or a match ended on a pass)
+        restart: list[int] = []  # rows whose match goes on with a new game after a pass
+        may_double = [row for row, slot in enumerate(slot_list) if self.slots[slot].may_double(seats[row], turns[row])]
+        for who in (0, 1):
+            rows = [row for row in may_double if (seats[row] == self.a_seat[slot_list[row]]) == (who == 0)]
+            if not rows or self.probabilities[who] is None:
+                continue
+            boards = state.board[torch.tensor(rows, device=self.device)]
+            efficiency = cube_efficiency(boards).cpu()
+            slots = [self.slots[slot_list[row]] for row in rows]
+            cubes = [slot.cube_for(seats[row]) for slot, row in zip(slots, rows)]
+            games = [slot.game_for(seats[row], self.match_length, self.met, self.money) for slot, row in zip(slots, rows)]
+            probs = self.probabilities[who](boards).to(torch.float64).cpu()
+            actions = cube_decision(probs, cubes, games, efficiency).action.tolist()
+            offered = [k for k, action in enumerate(actions) if is_double(action)]
+            if not offered:
+                continue
+            taker = self.probabilities[1 - who]
+            if taker is None:
+                passes = [False] * len(offered)
+            else:
+                subset = torch.tensor(offered)
+                taker_probs = taker(boards[subset.to(self.device)]).to(torch.float64).cpu()
+                answer = cube_decision(taker_probs, [cubes[k] for k in offered], [games[k] for k in offered],
+                                       efficiency[subset])
+                passes = [take == int(TakeAction.PASS) for take in answer.take.tolist()]
+            for k, passed in zip(offered, passes):
+                row = rows[k]
+                slot, seat = slot_list[row], seats[row]
+                self.tally.doubles += 1
+                self.record(slot, ("double", seat, 2 * self.slots[slot].value))
+                self.record(slot, ("drop" if passed else "take", 1 - seat, 0))
+                if not passed:
+                    self.slots[slot].take(1 - seat)
+                    continue
+                self.tally.drops += 1
+                (ended if self.end_game(slot, seat, self.slots[slot].value, False) else restart).append(row)
+        return self.settle(state, ids, slot_list, ended, restart)
+
+    def game_ends(self, state: State, ids: torch.Tensor):
+        """Book the games the last move ended. Returns the new ``(state, ids)``."""
+        slot_list = ids.tolist()
+        ended, restart = [], []
+        for row in state.game_over.nonzero(as_tuple=True)[0].tolist():
+            slot, result = slot_list[row], int(state.result[row])
+            done = self.end_game(slot, 0 if result > 0 else 1, abs(result) * self.slots[slot].value, abs(result) >= 2)
+            (ended if done else restart).append(row)
+        return self.settle(state, ids, slot_list, ended, restart)
+
+
 def play_cube_duel(
     agent_a: Agent,
     agent_b: Agent,
@@ -122,207 +266,64 @@ def play_cube_duel(
 ) -> tuple[CubeDuelResult, dict]:
     """``units`` (rounded up to even) money games (``match_length`` 0) or matches, in seat-swapped
     pairs; returns the result and raw per-slot figures (``a_seat``, ``points``, ``match_won``)."""
-    from bgtrain.cube import MoneyGame, TakeAction, is_double
-    from bgtrain.cube.met import default_met
-
     if not rules.cube:
         raise ValueError(f"{rules.name} is played without a doubling cube: leave out --cube and --match")
     device = torch.device(device)
     pairs = max(1, math.ceil(units / 2))
-    slots = 2 * pairs
-    met = default_met() if match_length else None
-    if match_length and match_length > met.max_length:
-        raise ValueError(f"--match {match_length}: the match equity table goes up to {met.max_length} points")
-    money = MoneyGame(jacoby=False)
     dice = MirroredDice(seed, pairs, device)
-    state = new_games(rules, slots, dice, device)
-    a_seat = torch.cat([torch.zeros(pairs), torch.ones(pairs)]).to(device=device, dtype=torch.int8)
-    a_seat_list = a_seat.tolist()
-    probabilities = (cube_probabilities(agent_a), cube_probabilities(agent_b))
-
-    cube_value = [1] * slots
-    owner = [CENTRED] * slots
-    score = [[0, 0] for _ in range(slots)]  # per seat
-    crawford = [False] * slots
-    crawford_used = [False] * slots
-    game_number = [1] * slots
-    games_played = 0
-    a_points = [0] * slots  # money: per slot (one game); matches: summed over the match
-    match_won = [0] * slots
-    wins, gammons, doubles, drops = [0, 0], [0, 0], 0, 0  # by A (0) / B (1)
-    ids = torch.arange(slots, device=device)
-    live_dice = _LiveDice(dice, slots)
-
-    def finish_game(slot: int, winner_seat: int, points: int, gammon: bool) -> bool:
-        """Book a finished game; True when the slot is done (money game, or match over)."""
-        nonlocal games_played
-        games_played += 1
-        winner_is_a = winner_seat == a_seat_list[slot]
-        wins[0 if winner_is_a else 1] += 1
-        if gammon:
-            gammons[0 if winner_is_a else 1] += 1
-        a_points[slot] += points if winner_is_a else -points
-        if records is not None:
-            records.add(slot, game_number[slot], ("win", winner_seat, points))
-        if not match_length:
-            return True
-        score[slot][winner_seat] += points
-        if score[slot][winner_seat] >= match_length:
-            match_won[slot] = 1 if winner_is_a else 0
-            return True
-        leader_at_one = [s == match_length - 1 for s in score[slot]]
-        crawford[slot] = not crawford_used[slot] and any(leader_at_one)
-        crawford_used[slot] = crawford_used[slot] or crawford[slot]
-        cube_value[slot], owner[slot] = 1, CENTRED
-        game_number[slot] += 1
-        return False
-
-    def settle(state: State, ids: torch.Tensor, slot_list: list[int], ended: list[int], restart: list[int]):
-        """After games end: rows whose slot goes on (the next game of a match) restart in place, rows
-        whose slot is done leave the batch. Returns the new ``(state, ids)``."""
-        if restart:
-            state = _restart_rows(state, restart, [slot_list[row] for row in restart], dice, rules, slots)
-        if ended:
-            keep = torch.ones(ids.numel(), dtype=torch.bool, device=device)
-            keep[torch.tensor(ended, device=device)] = False
-            state, ids = state.select(keep), ids[keep]
-        return state, ids
-
+    duel = _CubeDuel(agent_a, agent_b, pairs, rules, device, match_length, records, dice)
+    state = new_games(rules, 2 * pairs, dice, device)
+    a_seat = torch.tensor(duel.a_seat, device=device, dtype=torch.int8)
+    ids = torch.arange(2 * pairs, device=device)
+    live_dice = _LiveDice(dice, 2 * pairs)
     while ids.numel():
-        slot_list = ids.tolist()
-        seats = state.seat.tolist()
-        turns = state.turn.tolist()
-        # --- cube phase ---------------------------------------------------------------------------
-        ended: list[int] = []  # rows whose slot is done (a money game or a match ended on a pass)
-        restart: list[int] = []  # rows whose match goes on with a new game after a pass
-        may_double = [
-            row for row, slot in enumerate(slot_list)
-            if turns[row] > 0 and owner[slot] in (CENTRED, seats[row]) and not crawford[slot]
-        ]
-        for who in (0, 1):
-            rows = [row for row in may_double if (seats[row] == a_seat_list[slot_list[row]]) == (who == 0)]
-            if not rows or probabilities[who] is None:
-                continue
-            boards = state.board[torch.tensor(rows, device=device)]
-            efficiency = _efficiency(boards)
-            cubes, games = _cube_contexts(rows, slot_list, seats, cube_value, owner, score, crawford,
-                                          match_length, met, money)
-            probs = probabilities[who](boards).to(torch.float64).cpu()
-            actions = _decide(probs, cubes, games, efficiency).action.tolist()
-            offered = [k for k, action in enumerate(actions) if is_double(action)]
-            if not offered:
-                continue
-            taker = probabilities[1 - who]
-            if taker is None:
-                passes = [False] * len(offered)
-            else:
-                subset = torch.tensor(offered)
-                taker_probs = taker(boards[subset.to(device)]).to(torch.float64).cpu()
-                answer = _decide(taker_probs, [cubes[k] for k in offered], [games[k] for k in offered],
-                                 efficiency[subset])
-                passes = [take == int(TakeAction.PASS) for take in answer.take.tolist()]
-            for k, passed in zip(offered, passes):
-                row = rows[k]
-                slot, seat = slot_list[row], seats[row]
-                doubles += 1
-                if records is not None:
-                    records.add(slot, game_number[slot], ("double", seat, 2 * cube_value[slot]))
-                    records.add(slot, game_number[slot], ("drop" if passed else "take", 1 - seat, 0))
-                if not passed:
-                    cube_value[slot] *= 2
-                    owner[slot] = 1 - seat
-                    continue
-                drops += 1
-                (ended if finish_game(slot, seat, cube_value[slot], False) else restart).append(row)
-        state, ids = settle(state, ids, slot_list, ended, restart)
+        state, ids = duel.cube_phase(state, ids)
         if not ids.numel():
             break
-        # --- move phase, shared with bgtrain.arena.duel.play_pairs ---------------------------------
+        # The move phase, shared with bgtrain.arena.duel.
         state, ids, afterstates, choice = choose_moves(agent_a, agent_b, state, ids, a_seat, rules)
         chosen = afterstates.select(choice)
         if records is not None:
             for row, slot in enumerate(ids.tolist()):
-                records.add(slot, game_number[slot], ("move", int(state.seat[row]), tuple(state.dice[row].tolist()),
-                                                      tuple(state.board[row].tolist()), tuple(chosen[row].tolist())))
+                duel.record(slot, ("move", int(state.seat[row]), tuple(state.dice[row].tolist()),
+                                   tuple(state.board[row].tolist()), tuple(chosen[row].tolist())))
         live_dice.ids = ids
         state = play(state, chosen, rules, live_dice)
-        over = state.game_over
-        if bool(over.any()):
-            slot_list = ids.tolist()
-            ended, restart = [], []
-            for row in over.nonzero(as_tuple=True)[0].tolist():
-                slot, result = slot_list[row], int(state.result[row])
-                done = finish_game(slot, 0 if result > 0 else 1, abs(result) * cube_value[slot], abs(result) >= 2)
-                (ended if done else restart).append(row)
-            state, ids = settle(state, ids, slot_list, ended, restart)
+        if bool(state.game_over.any()):
+            state, ids = duel.game_ends(state, ids)
+    return _result(agent_a, agent_b, duel, pairs), {
+        "a_seat": duel.a_seat,
+        "points": [slot.a_points for slot in duel.slots],
+        "match_won": [slot.match_won for slot in duel.slots],
+    }
 
-    points = torch.tensor(a_points, dtype=torch.float64)
-    if match_length:
-        outcome = torch.tensor(match_won, dtype=torch.float64)
+
+def _result(agent_a: Agent, agent_b: Agent, duel: _CubeDuel, pairs: int) -> CubeDuelResult:
+    points = torch.tensor([slot.a_points for slot in duel.slots], dtype=torch.float64)
+    if duel.match_length:
+        outcome = torch.tensor([slot.match_won for slot in duel.slots], dtype=torch.float64)
     else:
         outcome = points
     pair_means = (outcome[:pairs] + outcome[pairs:]) / 2
     interval = 1.96 * float(pair_means.std()) / math.sqrt(pairs) if pairs > 1 else float("inf")
-    total_games = max(games_played, 1)
-    result = CubeDuelResult(
+    tally = duel.tally
+    total_games = max(tally.games, 1)
+    return CubeDuelResult(
         agent_a=agent_a.name,
         agent_b=agent_b.name,
-        match_length=match_length,
-        units=slots,
-        games=games_played,
+        match_length=duel.match_length,
+        units=len(duel.slots),
+        games=tally.games,
         points_per_game=float(points.sum()) / total_games,
         interval95=interval,
-        match_win=float(outcome.mean()) if match_length else float("nan"),
-        a_win=wins[0] / total_games,
-        b_win=wins[1] / total_games,
-        a_gammon=gammons[0] / total_games,
-        b_gammon=gammons[1] / total_games,
-        doubles_per_game=doubles / total_games,
-        drops_per_game=drops / total_games,
+        match_win=float(outcome.mean()) if duel.match_length else float("nan"),
+        a_win=tally.wins[0] / total_games,
+        b_win=tally.wins[1] / total_games,
+        a_gammon=tally.gammons[0] / total_games,
+        b_gammon=tally.gammons[1] / total_games,
+        doubles_per_game=tally.doubles / total_games,
+        drops_per_game=tally.drops / total_games,
     )
-    return result, {"a_seat": a_seat_list, "points": a_points, "match_won": match_won}
-
-
-def _cube_contexts(rows, slot_list, seats, cube_value, owner, score, crawford, match_length, met, money):
-    """The cube (seen from the mover) and the game rules of each row."""
-    from bgtrain.cube import CubeState, MatchGame
-
-    cubes, games = [], []
-    for row in rows:
-        slot, seat = slot_list[row], seats[row]
-        holder = owner[slot]
-        side = "centred" if holder == CENTRED else ("mover" if holder == seat else "opponent")
-        cubes.append(CubeState(cube_value[slot], side))
-        if match_length:
-            games.append(MatchGame(match_length, (score[slot][seat], score[slot][1 - seat]), crawford[slot], met))
-        else:
-            games.append(money)
-    return cubes, games
-
-
-@dataclass(frozen=True)
-class _Decision:
-    action: torch.Tensor
-    take: torch.Tensor
-
-
-def _decide(probs: torch.Tensor, cubes, games, efficiency: torch.Tensor) -> _Decision:
-    """``bgtrain.cube.cube_decision`` over rows grouped by (cube, game), one call per group, so the
-    equity table of a ``MatchGame`` is never hashed per row."""
-    from bgtrain.cube import cube_decision
-
-    groups: dict = {}
-    for row, (cube, game) in enumerate(zip(cubes, games)):
-        key = (cube, ("match", game.length, game.score, game.crawford) if hasattr(game, "length") else "money")
-        groups.setdefault(key, []).append(row)
-    action = torch.empty(len(cubes), dtype=torch.long)
-    take = torch.empty(len(cubes), dtype=torch.long)
-    for (cube, _), rows in groups.items():
-        index = torch.tensor(rows)
-        decision = cube_decision(probs[index], cube, games[rows[0]], efficiency[index])
-        action[index] = decision.action.reshape(-1).cpu()
-        take[index] = decision.take.reshape(-1).cpu()
-    return _Decision(action, take)
 
 
 def _restart_rows(state: State, rows: list[int], slots_of_rows: list[int], dice: MirroredDice, rules: Rules,
@@ -340,4 +341,4 @@ def _restart_rows(state: State, rows: list[int], slots_of_rows: list[int], dice:
     return State(**fields)
 
 
-__all__ = ["CubeDuelRecords", "CubeDuelResult", "cube_probabilities", "play_cube_duel"]
+__all__ = ["CubeDuelRecords", "CubeDuelResult", "SlotCube", "cube_probabilities", "play_cube_duel"]

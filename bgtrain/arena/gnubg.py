@@ -26,6 +26,7 @@ from engine.board import MOVER_BAR, OPPONENT_BAR, flip_board
 from engine.game import winning_points
 from engine.movegen import Afterstates, legal_afterstates
 from engine.position_id import encode_position_id
+from engine.reference import BORNE_OFF, move_checker
 from engine.rules import STANDARD, Rules
 from engine.state import State
 
@@ -140,13 +141,7 @@ def apply_gnubg_move(board: Sequence[int], steps: Sequence[Sequence[int]]) -> tu
         origin = MOVER_BAR if source == GNUBG_BAR_POINT else source
         if not 1 <= origin <= MOVER_BAR or row[origin] <= 0:
             raise ValueError(f"gnubg move {tuple(steps)}: no checker of the mover on {source}")
-        row[origin] -= 1
-        if target <= GNUBG_OFF_POINT:
-            continue
-        if row[target] == -1:
-            row[target] = 0
-            row[OPPONENT_BAR] -= 1
-        row[target] += 1
+        move_checker(row, origin, BORNE_OFF if target <= GNUBG_OFF_POINT else target)
     return tuple(row)
 
 

@@ -2,7 +2,7 @@
 
 Weights and the encoding description are in ``bgtrain/data/pubeval.json`` (public domain, 1993; its
 ``source`` field names the origin). The player picks, among the legal afterstates, the one with the
-highest score, using the race weights when the position BEFORE the move is a race (``is_race``).
+highest score, using the race weights when the position BEFORE the move is a race (``engine.position_facts.is_race``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from importlib import resources
 import torch
 import torch.nn.functional as F
 
-from bgtrain.encoding import COUNT_VALUES, column_probes, first_layer_indices, is_race
+from bgtrain.encoding import COUNT_VALUES, column_probes, first_layer_indices
 from engine.board import BOARD_WIDTH, OPPONENT_BAR, borne_off, mover_checkers_on_board
 
-__all__ = ["PUBEVAL_INPUTS", "is_race", "pubeval_inputs", "pubeval_scores", "pubeval_weights"]
+__all__ = ["PUBEVAL_INPUTS", "pubeval_inputs", "pubeval_scores", "pubeval_weights"]
 
 PUBEVAL_INPUTS = 122
 

@@ -78,35 +78,21 @@ def _checkpoint_agent(path: Path, ply: int, name: str, rules: Rules, device, bea
 
     network, payload = load_network(path, device)
     check_variant(payload, rules, str(path))
-    if ply == 0:
-        return GreedyValueAgent.from_network(network, name, rules)
-    evaluator = _evaluator_module()
-    return evaluator.Evaluator.from_network(network, rules, bearoff=bearoff).agent(ply, name)
+    return _model_agent(network, ply, name, rules, device, bearoff)
 
 
 def _onnx_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
-    try:
-        from bgtrain.export.onnx_reader import load_value_model
-    except ImportError:
-        raise ValueError(f"agent {name!r}: exported models are not available yet in this bgtrain") from None
-    model = load_value_model(path, device)
+    from bgtrain.export.onnx_reader import load_value_model
+
+    return _model_agent(load_value_model(path, device), ply, name, rules, device, bearoff)
+
+
+def _model_agent(model, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
+    """0-ply: the bare model, as self-play trains it (``GreedyValueAgent``, the same play as an
+    ``Evaluator`` without clamps or database); N-ply: the evaluator's search, with its clamps and,
+    when ``bearoff``, the exact bear-off database."""
     if ply == 0:
-        return GreedyValueAgent(lambda afterstates: model.evaluate_flipped(afterstates, rules), name, rules)
-    evaluator = _evaluator_module()
-    database = two_sided = None
-    if bearoff:
-        from bgtrain.bearoff import load_bearoff_database
-        from bgtrain.bearoff_two_sided import load_two_sided_database
+        return GreedyValueAgent.from_network(model, name, rules)
+    from bgtrain.evaluator import Evaluator
 
-        database = load_bearoff_database(device=device)
-        two_sided = load_two_sided_database(device=device)
-    value = evaluator.NetworkValue(model, rules)
-    return evaluator.Evaluator(value, rules, database, two_sided=two_sided).agent(ply, name)
-
-
-def _evaluator_module():
-    try:
-        from bgtrain import evaluator
-    except ImportError:
-        raise ValueError("N-ply agents (PATH:Nply with N > 0) are not available yet in this bgtrain") from None
-    return evaluator
+    return Evaluator.from_network(model, rules, bearoff=bearoff).agent(ply, name)

@@ -108,10 +108,8 @@ def format_cubeful(result, seconds: float) -> str:
 def run_cubeful(args: argparse.Namespace) -> int:
     """``--cube`` and ``--match N``: cube decisions by ``bgtrain.cube`` (see ``bgtrain.arena.cube_duel``);
     ``--games`` counts games for money play and matches with ``--match``."""
-    try:
-        from bgtrain.arena.cube_duel import CubeDuelRecords, play_cube_duel
-    except ImportError as error:
-        raise ValueError(f"--cube and --match need the cube module, which this bgtrain lacks ({error})") from None
+    from bgtrain.arena.cube_duel import CubeDuelRecords, play_cube_duel
+
     device = torch.device(args.device)
     rules = get_rules(args.variant)
     agent_a = make_agent(args.agent_a, rules, device, seed=args.seed)

@@ -33,7 +33,15 @@ import torch
 
 from bgtrain.bearoff_two_sided import exact_money_decision
 from bgtrain.commands.moves import parse_dice, parse_hand
-from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
+from bgtrain.cube import (
+    CubeState,
+    MatchGame,
+    MoneyGame,
+    TakeAction,
+    action_label,
+    cube_decision,
+    owner_from_match_id,
+)
 from bgtrain.cube.efficiency import cube_efficiency
 from bgtrain.evaluator import Evaluator, HintMove
 from bgtrain.outcomes import cubeless_equity
@@ -120,12 +128,10 @@ def parse_position(text: str, rules: Rules = STANDARD) -> tuple[torch.Tensor, tu
             return board, None, "position_id", CubeSetting()
         match = decode_match_id(match_text)
         mover = match.player_on_roll
-        owner = "centred" if match.cube_owner == "centred" else (
-            "mover" if match.cube_owner == f"player{mover}" else "opponent")
         dice = match.dice if match.dice != (0, 0) else None
         setting = CubeSetting(
             value=match.cube_value,
-            owner=owner,
+            owner=owner_from_match_id(match.cube_owner, mover),
             match_length=match.match_length,
             score=(match.score[mover], match.score[1 - mover]),
             crawford=match.crawford,

@@ -74,9 +74,13 @@ from bgtrain.cube.state import (
     MoneyGame,
     emg_to_mwc,
     gammon_prices,
+    holder_seat,
     initial_cube,
+    match_id_owner,
     match_winning_chance,
     mwc_to_emg,
+    owner_from_match_id,
+    owner_seen_by,
 )
 
 __all__ = [
@@ -106,11 +110,15 @@ __all__ = [
     "default_met",
     "emg_to_mwc",
     "gammon_prices",
+    "holder_seat",
     "initial_cube",
     "is_double",
     "load_met",
+    "match_id_owner",
     "match_winning_chance",
     "mwc_to_emg",
+    "owner_from_match_id",
+    "owner_seen_by",
     "parse_met",
     "position_kinds",
 ]

@@ -189,7 +189,11 @@ def decide_from_equities(
         mwcs += (torch.full_like(nd, game.mwc_after(cube.value)),)
     else:
         mwcs = (nan, nan, nan)
-    decision = _classify(nd, dt, gammon, cube, game, *mwcs, nan, nan)
+    no_double_mwc, double_take_mwc, double_pass_mwc = mwcs
+    decision = _classify(
+        no_double=nd, double_take=dt, gammon_possible=gammon, cube=cube, game=game, no_double_mwc=no_double_mwc,
+        double_take_mwc=double_take_mwc, double_pass_mwc=double_pass_mwc, cubeless=nan, efficiency=nan,
+    )
     return decision.numpy() if output_numpy else decision
 
 
@@ -293,7 +297,9 @@ def _decide_group(probs: torch.Tensor, cube: CubeState, game: Game, x: torch.Ten
         double_take = 2.0 * _money_cubeful(probs, cube.doubled(), game, x) if _can_double(cube, game) else nan
         cubeless = _money_dead(probs, gammon_price=1.0)
         return _classify(
-            no_double, double_take, gammon_possible, cube, game, nan, nan, nan, cubeless, x, nan, can_win
+            no_double=no_double, double_take=double_take, gammon_possible=gammon_possible, cube=cube, game=game,
+            no_double_mwc=nan, double_take_mwc=nan, double_pass_mwc=nan, cubeless=cubeless, efficiency=x,
+            cubeless_mwc=nan, can_win=can_win,
         )
     no_double_mwc = _match_cubeful(probs, cube, game, x)
     if _can_double(cube, game):
@@ -303,18 +309,18 @@ def _decide_group(probs: torch.Tensor, cube: CubeState, game: Game, x: torch.Ten
         double_take_mwc, double_pass_mwc = nan, nan
     cubeless_mwc = _match_dead(probs, cube.value, game)
     return _classify(
-        mwc_to_emg(no_double_mwc, game, cube.value),
-        mwc_to_emg(double_take_mwc, game, cube.value),
-        gammon_possible,
-        cube,
-        game,
-        no_double_mwc,
-        double_take_mwc,
-        double_pass_mwc,
-        mwc_to_emg(cubeless_mwc, game, cube.value),
-        x,
-        cubeless_mwc,
-        can_win,
+        no_double=mwc_to_emg(no_double_mwc, game, cube.value),
+        double_take=mwc_to_emg(double_take_mwc, game, cube.value),
+        gammon_possible=gammon_possible,
+        cube=cube,
+        game=game,
+        no_double_mwc=no_double_mwc,
+        double_take_mwc=double_take_mwc,
+        double_pass_mwc=double_pass_mwc,
+        cubeless=mwc_to_emg(cubeless_mwc, game, cube.value),
+        efficiency=x,
+        cubeless_mwc=cubeless_mwc,
+        can_win=can_win,
     )
 
 
@@ -334,6 +340,7 @@ def _can_double(cube: CubeState, game: Game) -> bool:
 
 
 def _classify(
+    *,
     no_double: torch.Tensor,
     double_take: torch.Tensor,
     gammon_possible: torch.Tensor,
@@ -343,11 +350,15 @@ def _classify(
     double_take_mwc: torch.Tensor,
     double_pass_mwc: torch.Tensor,
     cubeless: torch.Tensor,
-    x: torch.Tensor,
+    efficiency: torch.Tensor,
     cubeless_mwc: torch.Tensor | None = None,
     can_win: torch.Tensor | None = None,
 ) -> CubeDecision:
-    """eval.c ``FindBestCubeDecision`` on tensors, plus the responses and costs."""
+    """eval.c ``FindBestCubeDecision`` on tensors, plus the responses and costs. Every argument is
+    named: the equities (``float64[B]``, normalised to the current cube), their match winning chances
+    (NaN for money), the cubeless equity and MWC, Janowski's ``efficiency``, and which rows can still
+    win (a gammon)."""
+    x = efficiency
     nan = torch.full_like(no_double, math.nan)
     if cubeless_mwc is None:
         cubeless_mwc = nan

@@ -9,8 +9,8 @@ from enum import IntEnum
 
 import torch
 
-from bgtrain.encoding import is_race
-from engine.board import pip_counts
+from engine.board import mover_checkers_on_board, opponent_checkers_on_board, pip_counts
+from engine.position_facts import all_home, is_race, mover_finished, opponent_finished
 
 # ---------------------------------------------------------------------------------------------------
 # Cube efficiency
@@ -90,11 +90,9 @@ def position_kinds(board: torch.Tensor) -> torch.Tensor:
     checker) on its ace point and, if the deuce point also holds more than one, besides those too.
     """
     b = board.to(torch.int64)
-    mover_total = b[:, 1:26].clamp(min=0).sum(-1)
-    opponent_total = (-b[:, 0:25]).clamp(min=0).sum(-1)
+    mover_total, opponent_total = mover_checkers_on_board(b), opponent_checkers_on_board(b)
     race = is_race(board)
-    mover_home = b[:, 7:26].clamp(min=0).sum(-1) == 0
-    opponent_home = (-b[:, 0:19]).clamp(min=0).sum(-1) == 0
+    mover_home, opponent_home = all_home(board)
 
     def crashed(total, ace, deuce):
         stacked = (ace > 1) & ((total <= 6 + ace) | ((deuce > 1) & (1 + total - (ace + deuce) <= 6)))
@@ -107,7 +105,7 @@ def position_kinds(board: torch.Tensor) -> torch.Tensor:
     kinds = torch.where(crash, int(PositionKind.CRASHED), kinds)
     kinds = torch.where(race, int(PositionKind.RACE), kinds)
     kinds = torch.where(race & mover_home & opponent_home, int(PositionKind.BEAROFF), kinds)
-    kinds = torch.where((mover_total == 0) | (opponent_total == 0), int(PositionKind.OVER), kinds)
+    kinds = torch.where(mover_finished(board) | opponent_finished(board), int(PositionKind.OVER), kinds)
     return kinds
 
 

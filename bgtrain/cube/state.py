@@ -7,7 +7,37 @@ from dataclasses import dataclass, field
 
 from bgtrain.cube.met import MatchEquityTable, default_met
 
-OWNERS = ("centred", "mover", "opponent")
+# The cube's owner, always from the side to move: the one representation in bgtrain (the same strings
+# as ``engine.xgid``'s). Seat numbers (0, 1; None for centred), as the benchmark's slots and GNU's
+# match ID ("player0", "player1") hold them, are converted at the edges by the functions below.
+CENTRED, MOVER, OPPONENT = "centred", "mover", "opponent"
+OWNERS = (CENTRED, MOVER, OPPONENT)
+_MATCH_ID_HOLDERS = {"centred": None, "player0": 0, "player1": 1}  # engine.match_id's cube_owner
+
+
+def owner_seen_by(holder: int | None, seat: int) -> str:
+    """The owner, as the side in ``seat`` (0 or 1) sees it, of a cube held by seat ``holder`` (None: centred)."""
+    if holder is None:
+        return CENTRED
+    return MOVER if holder == seat else OPPONENT
+
+
+def holder_seat(owner: str, seat: int) -> int | None:
+    """The seat holding the cube that the side in ``seat`` sees as ``owner`` (None: centred)."""
+    if owner not in OWNERS:
+        raise ValueError(f"unknown cube owner {owner!r}: expected one of {', '.join(OWNERS)}")
+    return None if owner == CENTRED else (seat if owner == MOVER else 1 - seat)
+
+
+def owner_from_match_id(cube_owner: str, player_on_roll: int) -> str:
+    """``engine.match_id.MatchState.cube_owner`` ("centred", "player0", "player1") seen by the player on roll."""
+    return owner_seen_by(_MATCH_ID_HOLDERS[cube_owner], player_on_roll)
+
+
+def match_id_owner(owner: str, player_on_roll: int) -> str:
+    """The inverse of ``owner_from_match_id``: a match ID's ``cube_owner`` for the player on roll's ``owner``."""
+    holder = holder_seat(owner, player_on_roll)
+    return "centred" if holder is None else f"player{holder}"
 
 
 # ---------------------------------------------------------------------------------------------------

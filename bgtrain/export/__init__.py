@@ -49,13 +49,12 @@ from bgtrain.export.format import (
     FORMAT_VERSION,
     FORMATS,
     INSTALL_HINT,
-    KNOWN_RULES,
     ONNX_OPSET,
     OUTCOME_ORDER,
     PROBABILITIES_MEANING,
     TORCHSCRIPT_METADATA_FILE,
+    equity_meaning,
     require_onnx,
-    rules_named,
 )
 from bgtrain.export.onnx_reader import ONNX_CHUNK, OnnxValueModel, load_value_model
 from bgtrain.export.writer import (
@@ -76,7 +75,6 @@ __all__ = [
     "FORMATS",
     "FORMAT_VERSION",
     "INSTALL_HINT",
-    "KNOWN_RULES",
     "ONNX_CHUNK",
     "ONNX_OPSET",
     "OUTCOME_ORDER",
@@ -85,10 +83,10 @@ __all__ = [
     "OnnxValueModel",
     "bgtrain_version",
     "check_positions",
+    "equity_meaning",
     "export_checkpoint",
     "export_metadata",
     "export_model",
     "load_value_model",
     "require_onnx",
-    "rules_named",
 ]

@@ -1,11 +1,11 @@
-"""The exported file's format: its name and version, the output order and meanings, the rules it may
-name, and the optional ONNX dependency."""
+"""The exported file's format: its name and version, the output order and meanings, and the optional
+ONNX dependency. A file names its rules by variant name (``engine.variants``): every variant exports."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from engine.rules import STANDARD, Rules
+from engine.rules import Rules
 
 FORMAT = "bgtrain-value-model"
 FORMAT_VERSION = 1
@@ -17,7 +17,6 @@ TORCHSCRIPT_METADATA_FILE = "bgtrain.json"
 OUTCOME_ORDER = ("WIN", "WIN_GAMMON", "WIN_BACKGAMMON", "LOSE_GAMMON", "LOSE_BACKGAMMON")
 EXPORT_TOLERANCE = 1e-5  # largest difference from ValueNetwork.evaluate an export may have
 INSTALL_HINT = "pip install 'bgtrain[onnx]'"
-KNOWN_RULES = {STANDARD.name: STANDARD}
 
 BOARD_LAYOUT = (
     "int8[batch, 28], always from the side to move ('mover'). Index 0: the opponent's checkers on the bar, "
@@ -37,6 +36,16 @@ EQUITY_MEANING = (
 )
 
 
+def equity_meaning(rules: Rules) -> str:
+    """What the equity output means under ``rules``: games paid by checkers left (acey-deucey) weigh
+    the gammon slots by N - 1 and have no backgammons (``bgtrain.outcomes.point_weights``)."""
+    if rules.scoring != "checkers_left":
+        return EQUITY_MEANING
+    weight = max(rules.checkers_per_side - 1, 1)
+    return ("float32[batch], cubeless equity for the side to move in points per game (paid by checkers "
+            f"left): 2 WIN - 1 + {weight} (WIN_GAMMON - LOSE_GAMMON)")
+
+
 def require_onnx() -> Any:
     """The ``onnx`` module, or a ValueError telling how to install the optional dependency."""
     try:
@@ -46,10 +55,3 @@ def require_onnx() -> Any:
         raise ValueError(f"ONNX export needs the onnx and onnxruntime packages ({error.name} is missing): "
                          f"{INSTALL_HINT}") from None
     return onnx
-
-
-def rules_named(name: str) -> Rules:
-    try:
-        return KNOWN_RULES[name]
-    except KeyError:
-        raise ValueError(f"rules {name!r} unknown to this bgtrain; known: {', '.join(KNOWN_RULES)}") from None

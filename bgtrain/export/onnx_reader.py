@@ -18,10 +18,11 @@ import numpy as np
 import torch
 
 from bgtrain.encoding import get_encoder
-from bgtrain.export.format import FORMAT, FORMAT_VERSION, INSTALL_HINT, OUTCOME_ORDER, rules_named
+from bgtrain.export.format import FORMAT, FORMAT_VERSION, INSTALL_HINT, OUTCOME_ORDER
 from bgtrain.network import ValueNetwork
 from engine.board import BOARD_WIDTH, flip_board
 from engine.rules import STANDARD, Rules
+from engine.variants import get_rules
 
 # Rows per onnxruntime call: its first layer materialises [rows, 14, H] gathered table rows, which
 # should stay in the L2 cache (measured with the 198-80 pairs graph: 1024 beats 256 and 4096).
@@ -66,7 +67,7 @@ class OnnxValueModel:
         self.metadata: dict[str, str] = dict(self.session.get_modelmeta().custom_metadata_map)
         self._check_contract()
         meta = self.metadata
-        self.rules = rules_named(meta["rules"])
+        self.rules = get_rules(meta["rules"])
         self.encoder = SimpleNamespace(name=meta["encoder.name"], version=int(meta["encoder.version"]),
                                        size=int(meta["encoder.size"]))
         self.input_name = self.session.get_inputs()[0].name

@@ -16,7 +16,6 @@ from torch import nn
 from bgtrain.export.format import (
     BOARD_LAYOUT,
     DEFAULT_FIRST_LAYER,
-    EQUITY_MEANING,
     EXPORT_TOLERANCE,
     FORMAT,
     FORMAT_VERSION,
@@ -25,17 +24,16 @@ from bgtrain.export.format import (
     OUTCOME_ORDER,
     PROBABILITIES_MEANING,
     TORCHSCRIPT_METADATA_FILE,
+    equity_meaning,
     require_onnx,
-    rules_named,
 )
 from bgtrain.export.modules import BareModel, BoardModel
 from bgtrain.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
-from engine.board import (
-    flip_board,
-)
+from engine.board import flip_board
 from engine.random_play import sample_positions
 from engine.rules import STANDARD, Rules
+from engine.variants import get_rules
 
 # ---------------------------------------------------------------------------------------------------
 # Metadata and writing.
@@ -66,7 +64,7 @@ def export_metadata(network: ValueNetwork, payload: dict[str, Any], rules: Rules
         "outputs": "probabilities,equity",
         "probabilities.order": ",".join(OUTCOME_ORDER),
         "probabilities.meaning": PROBABILITIES_MEANING,
-        "equity.meaning": EQUITY_MEANING,
+        "equity.meaning": equity_meaning(rules),
         "encoder.name": encoder.name,
         "encoder.version": str(encoder.version),
         "encoder.size": str(encoder.size),
@@ -166,7 +164,7 @@ def _onnx_bytes(onnx: Any, module: nn.Module, example: torch.Tensor, metadata: d
     model.doc_string = (f"bgtrain value network ({metadata['encoder.name']}, {metadata['model']}): "
                         f"{metadata['input']} -> probabilities [WIN, WIN_GAMMON, WIN_BACKGAMMON, LOSE_GAMMON, "
                         "LOSE_BACKGAMMON] and cubeless equity, for the side to move. See the metadata.")
-    docs = {input_name: metadata["input.layout"], "probabilities": PROBABILITIES_MEANING, "equity": EQUITY_MEANING}
+    docs = {input_name: metadata["input.layout"], "probabilities": PROBABILITIES_MEANING, "equity": metadata["equity.meaning"]}
     for value in (*model.graph.input, *model.graph.output):
         value.doc_string = docs[value.name]
     onnx.helper.set_model_props(model, metadata)
@@ -204,8 +202,8 @@ def _torchscript_bytes(module: nn.Module, example: torch.Tensor, metadata: dict[
 def export_checkpoint(checkpoint: str | Path, path: str | Path, file_format: str, bare: bool = False,
                       first_layer: str | None = None) -> dict[str, str]:
     """Export the network of a checkpoint file (``bgtrain.checkpoint``); ValueError for a bad file."""
-    from bgtrain.checkpoint import load_network
+    from bgtrain.checkpoint import load_network, trained_variant
 
     network, payload = load_network(checkpoint, "cpu")
-    rules = rules_named(payload.get("rules", STANDARD.name))
+    rules = get_rules(trained_variant(payload))
     return export_model(network, payload, path, file_format, bare, first_layer, rules, source=str(checkpoint))

@@ -38,8 +38,9 @@ from bgtrain.rollout.batching import batch_invariant
 from bgtrain.rollout.dice import rollout_dice
 from bgtrain.rollout.leaves import exact_leaf
 from bgtrain.rollout.result import RolloutResult
-from bgtrain.rollout.variance import expand_rolls, flip_difference, luck, roll_index
+from bgtrain.rollout.variance import expand_rolls, flip_difference, luck
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
+from engine.dice import roll_index
 from engine.game import winning_points
 from engine.movegen import legal_afterstates
 

@@ -26,22 +26,12 @@ from dataclasses import dataclass
 import torch
 
 from bgtrain.arena.agents import argmax_per_position
-from bgtrain.evaluator import ROLL_COUNT, Evaluator, _rolls
+from bgtrain.evaluator import ROLL_COUNT, Evaluator
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes, terminal_outcomes
 from engine.board import flip_board
+from engine.dice import roll_tensor, roll_weights
 from engine.game import winning_points
 from engine.movegen import Afterstates, legal_afterstates
-
-
-def roll_index(dice: torch.Tensor) -> torch.Tensor:
-    """Index into ``bgtrain.bearoff.ALL_ROLLS`` of each roll (larger die first): ``int8[B, 2]`` -> ``int64[B]``."""
-    high, low = dice[:, 0].to(torch.int64), dice[:, 1].to(torch.int64)
-    return high * (high - 1) // 2 + low - 1
-
-
-def roll_weights(device: torch.device) -> torch.Tensor:
-    """Probabilities of the 21 rolls, ``float64[21]``."""
-    return _rolls(device)[1].to(torch.float64)
 
 
 @dataclass(frozen=True)
@@ -72,7 +62,7 @@ def expand_rolls(evaluator: Evaluator, board: torch.Tensor, leaf=None) -> RollEx
     """
     batch = board.shape[0]
     rules = evaluator.rules
-    rolls, _ = _rolls(board.device)
+    rolls = roll_tensor(board.device)
     afterstates = legal_afterstates(board.repeat_interleave(ROLL_COUNT, 0), rolls.repeat(batch, 1), rules)
     boards = afterstates.boards
     outcomes = flip_outcomes(evaluator.value.evaluate_flipped(boards).to(torch.float32))
@@ -94,7 +84,7 @@ def luck(values: torch.Tensor, roll: torch.Tensor) -> torch.Tensor:
     """The value of the roll that came minus the mean over all rolls: ``values: float[B, 21, ...]``,
     ``roll: int64[B]`` -> ``float64[B, ...]``."""
     values = values.to(torch.float64)
-    weights = roll_weights(values.device).view(1, ROLL_COUNT, *([1] * (values.dim() - 2)))
+    weights = roll_weights(torch.float64, values.device).view(1, ROLL_COUNT, *([1] * (values.dim() - 2)))
     came = values[torch.arange(values.shape[0], device=values.device), roll]
     return came - (values * weights).sum(1)
 
