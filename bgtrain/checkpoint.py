@@ -87,8 +87,7 @@ def _check_entries(path: Path, payload: dict[str, Any]) -> None:
         raise ValueError(f"{path} is damaged: the model's hidden sizes {hidden!r} are not a list of sizes")
     if not all(isinstance(name, str) and isinstance(value, torch.Tensor) for name, value in payload["weights"].items()):
         raise ValueError(f"{path} is damaged: the 'weights' entry holds something other than named tensors")
-    for key in COUNTERS:
-        value = payload["counters"].get(key)
+    for key, value in payload["counters"].items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{path} is damaged: counter '{key}' is {value!r}, not a count")
     try:

@@ -66,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bgtrain {name}: error: {error}", file=sys.stderr)
             return 2
         argv = [name, *rest]
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # --help, or a usage error already printed in one line
+        return stop.code if isinstance(stop.code, int) else 2
     args.config_overrides = overrides
     args.argv = ["bgtrain", *original]  # as typed, for the run's command.txt
     # The engine says when it stops to compile its kernels (a pause of seconds in a long run).

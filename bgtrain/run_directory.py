@@ -92,6 +92,11 @@ def load_resume_checkpoint(path: str | Path, wanted=None) -> dict[str, Any]:
         raise
     if "training" not in payload:
         raise ValueError(f"{path} holds a model only, not a training state to resume")
+    from bgtrain.checkpoint import COUNTERS
+
+    missing = [key for key in COUNTERS if key not in payload["counters"]]
+    if missing or not isinstance(payload["training"], dict):
+        raise ValueError(f"{path} is damaged: its training state is incomplete ({', '.join(missing) or 'training'})")
     if wanted is not None:
         check_resume_changes(config_from_dict(payload["config"]), wanted)
     return payload

@@ -243,3 +243,25 @@ def play_notations(before: Sequence[int], dice: tuple[int, int], rules: Rules = 
         after: min((format_play(sequence) for sequence in sequences), key=lambda text: (len(text.split()), len(text), text))
         for after, sequences in reference_plays(before, dice, rules).items()
     }
+
+
+def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:
+    """The notation of every afterstate of ``engine.movegen.legal_afterstates(board, dice, rules)``, in its
+    order: ``board int8[B, 28]``, ``dice int8[B, 2]`` -> ``list[str]`` of length ``afterstates.total``.
+
+    The same notation as ``play_notation`` (one search of the reference per distinct position and roll in
+    the batch: repeated requests are answered once)."""
+    befores = [tuple(row) for row in board.tolist()]
+    rolls = [tuple(roll) for roll in dice.tolist()]
+    rows = afterstates.boards.tolist()
+    offsets, counts = afterstates.offsets.tolist(), afterstates.counts.tolist()
+    searched: dict[tuple, dict[Board, str]] = {}
+    notations: list[str] = [""] * len(rows)
+    for index, (before, roll) in enumerate(zip(befores, rolls)):
+        key = (before, roll)
+        table = searched.get(key)
+        if table is None:
+            table = searched[key] = play_notations(before, roll, rules)
+        for row in range(offsets[index], offsets[index] + counts[index]):
+            notations[row] = table[tuple(rows[row])]
+    return notations

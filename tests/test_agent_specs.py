@@ -10,8 +10,8 @@ import torch
 
 from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent
 from bgtrain.arena.specs import SPEC_FORMS, make_agent
-from bgtrain.checkpoint import save_checkpoint
-from bgtrain.config import Config, config_to_dict
+from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
+from bgtrain.config import Config
 from bgtrain.network import ValueNetwork
 from engine.movegen import Afterstates, legal_afterstates
 from engine.random_play import sample_positions
@@ -23,14 +23,7 @@ from engine.state import State
 def checkpoint(tmp_path_factory) -> Path:
     torch.manual_seed(3)
     network = ValueNetwork("tesauro198", [8], "sigmoid")
-    payload = {
-        "model": network.model_args(),
-        "weights": network.state_dict(),
-        "config": config_to_dict(Config()),
-        "counters": {"games": 0, "turns": 0, "updates": 0, "train_seconds": 0.0},
-        "strength": {},
-    }
-    return save_checkpoint(tmp_path_factory.mktemp("specs") / "tiny.pt", payload)
+    return save_checkpoint(tmp_path_factory.mktemp("specs") / "tiny.pt", checkpoint_payload(network, Config()))
 
 
 def test_builtin_agents():

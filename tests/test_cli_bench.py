@@ -45,7 +45,7 @@ def test_bench_is_reproducible_and_saves_games(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["bench", "pubeval", "nosuchbot", "--games", "4"], "unknown agent 'nosuchbot'"),
-    (["bench", "pubeval", "random", "--games", "0"], "--games must be at least 1"),
+    (["bench", "pubeval", "random", "--games", "0"], "argument --games: must be at least 1"),
     (["bench", "pubeval", "random", "--cube", "--match", "7"], "--cube is for money play"),
     (["league", "pubeval", "--games", "4"], "at least two agents"),
     (["league", "pubeval", "pubeval", "--games", "4"], "named twice"),
@@ -85,15 +85,13 @@ def test_league_plot_without_matplotlib_is_an_svg(tmp_path, capsys, monkeypatch)
 def _tiny_checkpoint(directory):
     import torch
 
-    from bgtrain.checkpoint import save_checkpoint
-    from bgtrain.config import Config, config_to_dict
+    from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
+    from bgtrain.config import Config
     from bgtrain.network import ValueNetwork
 
     torch.manual_seed(5)
     network = ValueNetwork("tesauro198", [8], "sigmoid")
-    payload = {"model": network.model_args(), "weights": network.state_dict(), "config": config_to_dict(Config()),
-               "counters": {"games": 0, "turns": 0, "updates": 0, "train_seconds": 0.0}, "strength": {}}
-    return save_checkpoint(directory / "tiny.pt", payload)
+    return save_checkpoint(directory / "tiny.pt", checkpoint_payload(network, Config()))
 
 
 def _has_gnubg() -> bool:

@@ -67,6 +67,9 @@ def make_agent(
     if model:
         path = Path(model.group("path"))
         ply = int(model.group("ply") or 0)
+        if ply > _evaluator_module().MAX_PLY:  # refused before loading anything: it would not finish
+            raise ValueError(f"agent {text!r}: {ply}-ply is deeper than the evaluator searches "
+                             f"(at most {_evaluator_module().MAX_PLY})")
         if model.group("suffix").lower() == "pt":
             return _checkpoint_agent(path, ply, text, rules, device, bearoff)
         return _onnx_agent(path, ply, text, rules, device, bearoff)
