@@ -102,13 +102,13 @@ def remove_stale_temporaries(directory: str | Path) -> list[Path]:
 # -- checks of output paths, made before the work that fills them --------------------------------
 
 
-def _creatable_directory(path: Path, option: str) -> None:
+def _creatable_directory(path: Path, option: str, given: Path) -> None:
     for parent in (path, *path.parents):
         if parent.exists():
             if not parent.is_dir():
-                raise ValueError(f"{option} {path}: {parent} is a file, not a directory")
+                raise ValueError(f"{option} {given}: {parent} is a file, not a directory")
             if not os.access(parent, os.W_OK | os.X_OK):
-                raise ValueError(f"{option} {path}: cannot write in {parent} (permission denied)")
+                raise ValueError(f"{option} {given}: cannot write in {parent} (permission denied)")
             return
 
 
@@ -119,7 +119,7 @@ def check_output_file(path: str | Path, option: str) -> Path:
         raise ValueError(f"{option} {path}: is a directory; give a file name")
     if path.exists() and not os.access(path, os.W_OK):
         raise ValueError(f"{option} {path}: cannot overwrite it (permission denied)")
-    _creatable_directory(path.parent, option)
+    _creatable_directory(path.parent, option, path)
     return path
 
 
@@ -128,7 +128,7 @@ def check_output_directory(path: str | Path, option: str) -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{option} {path}: is a file; give a directory")
-    _creatable_directory(path, option)
+    _creatable_directory(path, option, path)
     return path
 
 

@@ -133,6 +133,6 @@ def test_temporary_files_of_a_killed_run_are_removed_and_a_damaged_latest_points
     assert main(["train", "--resume", str(out / "latest.pt"), "--no-progress", "train.total_games=48"]) == 2
     err = one_line(capsys)
     assert "newest intact checkpoint" in err and "games_0000000032.pt" in err
-    newest = sorted((out / "checkpoints").glob("games_*.pt"))[-1]
+    newest = max((out / "checkpoints").glob("games_*.pt"))
     assert main(["train", "--resume", str(newest), "--no-progress", "train.total_games=48"]) == 0
     assert not stale.exists()
