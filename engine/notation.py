@@ -26,6 +26,7 @@ A roll that cannot be played is written ``(no move)`` (:data:`NO_MOVE`); gnubg w
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -236,11 +237,23 @@ def parse_play(
     return after
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _format_moves(moves: tuple[Move, ...]) -> str:
+    """``format_play`` of a sorted move multiset: the notation depends on the multiset alone (the moves
+    are sorted before they are joined into paths, and hits count by the point), so plays that recur
+    across positions, ``8/5 6/5``, are written once."""
+    return format_play(moves)
+
+
+def _shortest(texts) -> str:
+    return min(texts, key=lambda text: (len(text.split()), len(text), text))
+
+
 def play_notations(before: Sequence[int], dice: tuple[int, int], rules: Rules = STANDARD) -> dict[Board, str]:
     """The notation of every legal play of ``dice`` from ``before``, by afterstate: one search per
     position (``play_notation`` per afterstate would repeat it), the same choice of notation."""
     return {
-        after: min((format_play(sequence) for sequence in sequences), key=lambda text: (len(text.split()), len(text), text))
+        after: _shortest({_format_moves(key) for key in {tuple(sorted(sequence)) for sequence in sequences}})
         for after, sequences in reference_plays(before, dice, rules).items()
     }
 

@@ -34,12 +34,7 @@ from bgtrain.commands import add_variant, positive_int
 from engine.movegen import legal_afterstates
 from engine.notation import batch_play_notations
 from engine.parsing import HAND_PREFIX, MovesRequest, parse_moves_request
-from engine.position_id import (
-    decode_position_id,
-    encode_position_id,
-    split_checkers_in_hand,
-    with_checkers_in_hand,
-)
+from engine.position_id import decode_position_id, encode_position_ids, with_checkers_in_hand
 from engine.rules import Rules
 from engine.variants import get_rules
 
@@ -85,18 +80,18 @@ def answer_batch(requests: list[MovesRequest], rules: Rules) -> list[str]:
     dice = torch.tensor([request.dice for request in requests], dtype=torch.int8)
     afterstates = legal_afterstates(board, dice, rules)
     notations = batch_play_notations(board, dice, afterstates, rules)
-    rows = afterstates.boards.tolist()
+    # The IDs hold the checkers on the board and the bar; "in_hand" holds the rest.
+    position_ids = encode_position_ids(afterstates.boards[:, :26])
+    hands = afterstates.boards[:, 26:].tolist() if rules.start_in_hand else None
     extra_rolls = afterstates.extra_roll.tolist() if rules.acey_deucey else None
     offsets, counts = afterstates.offsets.tolist(), afterstates.counts.tolist()
     lines = []
     for index, request in enumerate(requests):
         moves = []
         for row in range(offsets[index], offsets[index] + counts[index]):
-            # The ID holds the checkers on the board and the bar; "in_hand" holds the rest.
-            on_board, in_hand = split_checkers_in_hand(rows[row])
-            move = {"play": notations[row], "position_id": encode_position_id(on_board)}
-            if rules.start_in_hand:
-                move["in_hand"] = list(in_hand)
+            move = {"play": notations[row], "position_id": position_ids[row]}
+            if hands is not None:
+                move["in_hand"] = [hands[row][0], -hands[row][1]]
             if extra_rolls is not None:
                 move["extra_roll"] = extra_rolls[row]
             moves.append(move)
