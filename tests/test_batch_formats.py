@@ -15,7 +15,7 @@ from engine.variants import VARIANTS, get_rules
 
 def check_variant(variant: str, count: int, step: int) -> None:
     rules = get_rules(variant)
-    board, dice = sample_positions(count, 11, rules, games=64, turns=120)
+    board, dice = sample_positions(count, 11, rules, games=32, turns=60)
     afterstates = legal_afterstates(board, dice, rules)
     notations = batch_play_notations(board, dice, afterstates, rules)
     ids = encode_position_ids(afterstates.boards)
@@ -31,7 +31,7 @@ def check_variant(variant: str, count: int, step: int) -> None:
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_batched_notation_and_ids_equal_the_scalar_ones(variant):
-    check_variant(variant, count=12, step=2)
+    check_variant(variant, count=6, step=2)
 
 
 @pytest.mark.slow
