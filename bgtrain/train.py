@@ -48,13 +48,13 @@ from typing import Any
 import torch
 from torch.func import functional_call, jacrev, vmap
 
+from bgtrain import run_directory as runs
 from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent, argmax_per_position
 from bgtrain.arena.duel import DuelResult, play_duel
 from bgtrain.checkpoint import checkpoint_payload, network_from_checkpoint, save_checkpoint
 from bgtrain.config import Config, config_from_dict, resolve_device, to_toml_text
 from bgtrain.network import ValueNetwork
 from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outcomes
-from bgtrain.run_directory import RunDirectory, TensorBoardLog, code_version, load_resume_checkpoint
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
 from engine.movegen import legal_afterstates
@@ -358,13 +358,13 @@ class Run:
                 "tensorboard": list(self.log_points),
             }
         return checkpoint_payload(self.network, self.config, self.rules.name, counters, self.strength,
-                                  code_version(), training)
+                                  runs.code_version(), training)
 
     @classmethod
     def resume(cls, path: str | Path, overrides: Config | None = None) -> Run:
         """The run saved in ``path``, continuing with ``overrides`` (the saved config with changes that can
         apply; ``bgtrain.run_directory.FIXED_ON_RESUME`` lists those that cannot, refused by name)."""
-        payload = load_resume_checkpoint(path, overrides)
+        payload = runs.load_resume_checkpoint(path, overrides)
         config = overrides or config_from_dict(payload["config"])
         run = cls(config)
         loaded = network_from_checkpoint(payload, str(path))
@@ -416,9 +416,10 @@ def evaluate_strength(network: ValueNetwork, config: Config, rules: Rules, oppon
 
 def train(config: Config, resume: str | Path | None = None, progress: bool = True, argv: list[str] | None = None,
           overwrite: bool = False) -> Path:
-    """Run (or resume) training to ``config.train.total_games`` in ``config.run_dir`` (``bgtrain.run_directory``:
-    a new run refuses a directory holding one unless ``overwrite``); returns the final checkpoint's path."""
-    directory = RunDirectory(config.run_dir).acquire(resuming=resume is not None, overwrite=overwrite)
+    """Run (or resume) training to ``config.train.total_games`` in ``config.run_dir``; returns the final
+    checkpoint's path. A new run, or a resume elsewhere, refuses a directory holding a run unless ``overwrite``."""
+    in_place = resume is not None and runs.resume_directory(resume).resolve() == config.run_dir.resolve()
+    directory = runs.RunDirectory(config.run_dir).acquire(resuming=in_place, overwrite=overwrite)
     try:
         run = Run.resume(resume, config) if resume else Run(config)
         directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
@@ -427,10 +428,10 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
         directory.release()
 
 
-def _train_loop(run: Run, config: Config, directory: RunDirectory, progress: bool, resumed: bool) -> Path:
+def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress: bool, resumed: bool) -> Path:
     from tqdm import tqdm
 
-    log = TensorBoardLog(directory.path / "tensorboard", run.games if resumed else None, run.log_points if resumed else None)
+    log = runs.TensorBoardLog(directory.path / "tensorboard", *((run.games, run.log_points) if resumed else ()))
     if not resumed:
         log.add_text("hyperparameters", "```\n" + to_toml_text(config) + "\n```", 0)
     total = config.train.total_games

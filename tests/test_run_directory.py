@@ -136,3 +136,13 @@ def test_temporary_files_of_a_killed_run_are_removed_and_a_damaged_latest_points
     newest = max((out / "checkpoints").glob("games_*.pt"))
     assert main(["train", "--resume", str(newest), "--no-progress", "train.total_games=48"]) == 0
     assert not stale.exists()
+
+
+def test_a_resume_into_another_run_is_refused(finished_run, tmp_path, capsys):
+    other = tmp_path / "other"
+    shutil.copytree(finished_run, other)
+    before = digest(other / "latest.pt")
+    capsys.readouterr()
+    assert main(["train", "--resume", str(finished_run / "latest.pt"), "--out", str(other), "--no-progress",
+                 "train.total_games=48"]) == 2
+    assert "already holds a run" in one_line(capsys) and digest(other / "latest.pt") == before

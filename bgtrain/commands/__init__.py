@@ -43,7 +43,7 @@ def seed_type(text: str) -> int:
 
 def variant_type(text: str) -> str:
     if text not in VARIANTS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a variant; known: {', '.join(VARIANTS)}")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a variant; known variants: {', '.join(VARIANTS)}")
     return text
 
 
