@@ -1,6 +1,7 @@
 """`bgtrain moves` throughput: JSON lines per second over random reachable positions, end to end.
 
     python scripts/bench_moves.py [--lines 20000] [--repeats 3] [--variant backgammon] [--threads 1]
+                                  [--compare OTHER_CHECKOUT]
 
 Writes ``--lines`` input lines (``<position-id> <dice>`` of seeded random-play positions, all
 different) to a file, runs ``python -m bgtrain.cli moves`` on it ``--repeats`` times in a fresh process
@@ -36,14 +37,14 @@ def input_lines(count: int, variant: str, seed: int = 7) -> str:
     return "".join(f"{encode_position_id(board)} {a}{b}\n" for board, (a, b) in zip(boards.tolist(), dice.tolist()))
 
 
-def run_once(source: Path, variant: str, threads: int) -> tuple[float, float, str]:
-    """(seconds for all lines, seconds to the first line, sha256 of the output)."""
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads)}
+def run_once(source: Path, variant: str, threads: int, root: Path = ROOT) -> tuple[float, float, str]:
+    """(seconds for all lines, seconds to the first line, sha256 of the output) of the bgtrain in ``root``."""
+    environment = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": str(threads)}
     command = [sys.executable, "-m", "bgtrain.cli", "moves", "--variant", variant]
     digest = hashlib.sha256()
     with open(source, "rb") as stdin:
         start = time.perf_counter()
-        process = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, cwd=ROOT, env=environment)
+        process = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, cwd=root, env=environment)
         first = process.stdout.readline()
         first_seconds = time.perf_counter() - start
         digest.update(first)
@@ -62,11 +63,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--variant", default="backgammon")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--compare", metavar="CHECKOUT", help="also time the bgtrain of another checkout, "
+                        "alternating runs, and print the ratio")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         source = Path(directory) / "lines.txt"
         source.write_text(input_lines(args.lines, args.variant))
-        runs = [run_once(source, args.variant, args.threads) for _ in range(args.repeats)]
+        runs, others = [], []
+        for _ in range(args.repeats):
+            runs.append(run_once(source, args.variant, args.threads))
+            if args.compare:
+                others.append(run_once(source, args.variant, args.threads, Path(args.compare).resolve()))
     seconds = statistics.median(run[0] for run in runs)
     first = statistics.median(run[1] for run in runs)
     checksums = {run[2] for run in runs}
@@ -75,6 +82,10 @@ def main() -> None:
     print(f"  {args.lines / seconds:,.0f} lines/s (median {seconds:.2f} s); first line after {first:.2f} s; "
           f"peak memory {peak:,.0f} MiB")
     print(f"  output checksum {' '.join(sorted(checksums))}")
+    if others:
+        other = statistics.median(run[0] for run in others)
+        print(f"  {args.compare}: {args.lines / other:,.0f} lines/s (median {other:.2f} s), checksum "
+              f"{' '.join(sorted({run[2] for run in others}))}; this checkout is {other / seconds:.2f} times as fast")
 
 
 if __name__ == "__main__":
