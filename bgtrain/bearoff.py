@@ -55,6 +55,7 @@ from pathlib import Path
 
 import torch
 
+from bgtrain.files import load_tagged, save_tagged
 from bgtrain.outcomes import LOSE_GAMMON, NUM_OUTCOMES, WIN, WIN_GAMMON
 from engine.board import BOARD_WIDTH
 from engine.dice import ALL_ROLLS, roll_weights
@@ -307,42 +308,27 @@ class BearoffDatabase:
         return probs.to(torch.float32)
 
     def save(self, path: str | Path) -> Path:
-        """Write atomically (temp file + rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        torch.save(
-            {
-                "format": FORMAT,
-                "format_version": FORMAT_VERSION,
-                "max_checkers": self.max_checkers,
-                # float32 on disk halves the file; sums of it stay within 1e-6 of the float64 solve
-                "rolls_off": self.rolls_off.to(torch.float32).cpu(),
-                "rolls_first_off": self.rolls_first_off.to(torch.float32).cpu(),
-            },
-            temporary,
-        )
-        os.replace(temporary, path)
-        return path
+        """Write atomically (``bgtrain.files.save_tagged``)."""
+        return save_tagged(path, FORMAT, FORMAT_VERSION, {
+            "max_checkers": self.max_checkers,
+            # float32 on disk halves the file; sums of it stay within 1e-6 of the float64 solve
+            "rolls_off": self.rolls_off.to(torch.float32).cpu(),
+            "rolls_first_off": self.rolls_first_off.to(torch.float32).cpu(),
+        })
 
     @classmethod
     def load(cls, path: str | Path, device: torch.device | str = "cpu") -> BearoffDatabase:
         path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"no bear-off database at {path}")
+        payload = load_tagged(path, FORMAT, FORMAT_VERSION, "bear-off database", weights_only=True)
         try:
-            payload = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as error:  # noqa: BLE001 (torch raises many types for a corrupt or foreign file)
-            raise ValueError(f"{path} is not a readable bear-off database ({type(error).__name__})") from None
-        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-            raise ValueError(f"{path} is not a bgtrain bear-off database")
-        if payload.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{path} has bear-off format {payload.get('format_version')}, not {FORMAT_VERSION}")
-        max_checkers = int(payload["max_checkers"])
-        rolls_off = payload["rolls_off"].to(torch.float64)
-        if rolls_off.shape[0] != position_count(max_checkers):
+            max_checkers = int(payload["max_checkers"])
+            rolls_off = payload["rolls_off"].to(torch.float64)
+            rolls_first_off = payload["rolls_first_off"].to(torch.float64)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ValueError(f"{path} is damaged: an entry of the bear-off database is missing or malformed") from None
+        if rolls_off.dim() != 2 or rolls_off.shape[0] != position_count(max_checkers):
             raise ValueError(f"{path} is damaged: {rolls_off.shape[0]} rows for {max_checkers} checkers")
-        return cls(max_checkers, rolls_off, payload["rolls_first_off"].to(torch.float64)).to(device)
+        return cls(max_checkers, rolls_off, rolls_first_off).to(device)
 
 
 def _tails(distribution: torch.Tensor) -> torch.Tensor:

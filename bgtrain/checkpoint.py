@@ -1,71 +1,113 @@
 """Self-describing checkpoints, written atomically.
 
-A checkpoint is one ``torch.save`` file holding a dict:
+A checkpoint is one ``torch.save`` file holding a dict (``checkpoint_payload`` builds it):
 
 ``format``       "bgtrain-checkpoint" and ``format_version``;
 ``model``        ``ValueNetwork.model_args()``: encoder name and version, hidden sizes, activation;
 ``weights``      the network's state dict;
 ``config``       the resolved run config (``config_to_dict``);
+``rules``        the name of the variant the network plays;
 ``counters``     games, turns, updates, training seconds;
 ``strength``     the latest evaluation results (may be empty);
-``training``     optional: optimizer state, generator states, the live self-play games and the
-                 return buffer, everything ``bgtrain train --resume`` needs to continue exactly.
+``code_version`` ``git describe`` of the code that wrote it;
+``training``     optional: optimizer state, generator states, the live self-play games, the return
+                 buffer, the previous evaluation's weights and the TensorBoard points of the last step:
+                 everything ``bgtrain train --resume`` needs to continue exactly.
 
-Only a path is needed to evaluate or resume. A file is first written beside its destination and
-then renamed over it, so a crash or SIGKILL never leaves a half-written checkpoint.
+Only a path is needed to evaluate or resume. Files are written by ``bgtrain.files.save_tagged``
+(temporary file, fsync, rename), so a crash or SIGKILL never leaves a half-written checkpoint.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from bgtrain.encoding import get_encoder
+from bgtrain.files import load_tagged, save_tagged
 from bgtrain.network import ValueNetwork
 
 FORMAT = "bgtrain-checkpoint"
 FORMAT_VERSION = 1
+COUNTERS = ("games", "turns", "updates", "train_seconds")
+
+
+def checkpoint_payload(
+    network: ValueNetwork,
+    config,
+    rules: str | None = None,
+    counters: dict[str, Any] | None = None,
+    strength: dict[str, Any] | None = None,
+    code_version: str = "unknown",
+    training: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The one way to build a checkpoint's dict: training, scripts and tests all use it.
+    ``config`` is a ``Config`` (or its ``config_to_dict``); ``rules`` defaults to its variant."""
+    from bgtrain.config import Config, config_to_dict
+
+    config_data = config_to_dict(config) if isinstance(config, Config) else config
+    payload: dict[str, Any] = {
+        "model": network.model_args(),
+        "weights": {name: value.detach().cpu() for name, value in network.state_dict().items()},
+        "config": config_data,
+        "rules": rules or config_data.get("run", {}).get("variant", "backgammon"),
+        "counters": {"games": 0, "turns": 0, "updates": 0, "train_seconds": 0.0, **(counters or {})},
+        "strength": strength or {},
+        "code_version": code_version,
+    }
+    if training is not None:
+        payload["training"] = training
+    return payload
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
     """Write ``payload`` (plus the format tag) to ``path`` atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save({"format": FORMAT, "format_version": FORMAT_VERSION, **payload}, temporary)
-    with open(temporary, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    return path
+    return save_tagged(path, FORMAT, FORMAT_VERSION, payload)
+
+
+def _check_entries(path: Path, payload: dict[str, Any]) -> None:
+    """Every entry has the shape a reader relies on; a ValueError names the first that does not."""
+    from bgtrain.config import config_from_dict
+
+    for key, kind in (("model", dict), ("weights", dict), ("config", dict), ("counters", dict)):
+        if key not in payload:
+            raise ValueError(f"{path} is damaged: the '{key}' entry is missing")
+        if not isinstance(payload[key], kind):  # a damaged file: a ValueError, as load_checkpoint promises
+            raise ValueError(  # noqa: TRY004
+                f"{path} is damaged: the '{key}' entry is a {type(payload[key]).__name__}, "
+                             f"not a {kind.__name__}")
+    model = payload["model"]
+    for key in ("encoder", "hidden", "activation"):
+        if key not in model:
+            raise ValueError(f"{path} is damaged: the model description has no '{key}'")
+    hidden = model["hidden"]
+    if not isinstance(hidden, (list, tuple)) or not all(isinstance(size, int) and size > 0 for size in hidden):
+        raise ValueError(f"{path} is damaged: the model's hidden sizes {hidden!r} are not a list of sizes")
+    if not all(isinstance(name, str) and isinstance(value, torch.Tensor) for name, value in payload["weights"].items()):
+        raise ValueError(f"{path} is damaged: the 'weights' entry holds something other than named tensors")
+    for key, value in payload["counters"].items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"{path} is damaged: counter '{key}' is {value!r}, not a count")
+    try:
+        config_from_dict(payload["config"])
+    except ValueError as error:
+        raise ValueError(f"{path} is damaged: its config is not valid ({error})") from None
+    for key in ("strength", "training"):
+        if key in payload and payload[key] is not None and not isinstance(payload[key], dict):
+            raise ValueError(f"{path} is damaged: the '{key}' entry is a {type(payload[key]).__name__}")
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Read and check a checkpoint; every problem is a ValueError or FileNotFoundError naming the file."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    if path.is_dir():
-        raise ValueError(f"{path} is a directory, not a checkpoint file")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as error:  # noqa: BLE001 -- torch raises many types for a corrupt or foreign file
-        raise ValueError(f"{path} is not a readable bgtrain checkpoint ({type(error).__name__}: {error})") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a bgtrain checkpoint (no '{FORMAT}' format tag)")
-    if payload.get("format_version") != FORMAT_VERSION:
-        raise ValueError(
-            f"{path} has checkpoint format version {payload.get('format_version')}, this bgtrain reads {FORMAT_VERSION}"
-        )
-    for key in ("model", "weights", "config", "counters"):
-        if key not in payload:
-            raise ValueError(f"{path} is damaged: the '{key}' entry is missing")
+    payload = load_tagged(path, FORMAT, FORMAT_VERSION, "bgtrain checkpoint", map_location=map_location)
+    _check_entries(path, payload)
     model = payload["model"]
     try:
         encoder = get_encoder(model["encoder"])
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError):
         raise ValueError(f"{path} was trained with encoder {model.get('encoder')!r}, which this bgtrain does not know")
     if model.get("encoder_version") != encoder.version:
         raise ValueError(
@@ -89,11 +131,11 @@ def check_variant(payload: dict[str, Any], rules, source: str = "checkpoint") ->
 
 def network_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint") -> ValueNetwork:
     """Rebuild the network a checkpoint describes and load its weights."""
-    network = ValueNetwork.from_args(payload["model"])
     try:
+        network = ValueNetwork.from_args(payload["model"])
         network.load_state_dict(payload["weights"])
-    except RuntimeError as error:
-        first_line = str(error).strip().splitlines()[0]
+    except (RuntimeError, KeyError, TypeError, ValueError) as error:
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
         raise ValueError(f"{source}: weights do not fit the model it describes ({first_line})") from None
     network.eval()
     return network

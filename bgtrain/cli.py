@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 # name -> module in bgtrain.commands with add_arguments(parser) and run(args) -> int
@@ -24,33 +25,55 @@ COMMANDS = {
 }
 
 
-class UserError(Exception):
-    """A problem with what the user gave us, reported as one line."""
+class Parser(argparse.ArgumentParser):
+    """argparse with its usage errors in one line naming the flag, like every other error, exit 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bgtrain", description="Train, benchmark and export backgammon bots.")
+    parser = Parser(prog="bgtrain", description="Train, benchmark and export backgammon bots.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, summary in COMMANDS.items():
         module = importlib.import_module(f"bgtrain.commands.{name}")
         sub = subparsers.add_parser(name, help=summary, description=module.__doc__,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)
-        sub.set_defaults(run=module.run)
+        sub.set_defaults(run=module.run, config_overrides=[])
     return parser
 
 
+def _describe(error: BaseException) -> str:
+    """One line for an error the user can act on; an OSError names the file it concerns."""
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.filename}: {error.strerror or error}"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def main(argv: list[str] | None = None) -> int:
-    from bgtrain.commands.train import overrides_as_assignments
+    from bgtrain.config import split_overrides
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["train"]:
+    original = list(argv)
+    name = argv[0] if argv else ""
+    overrides = []
+    if name in COMMANDS and getattr(importlib.import_module(f"bgtrain.commands.{name}"), "CONFIG_OVERRIDES", False):
+        # Config overrides (section.key=value, --section.key value) are read by bgtrain.config alone.
         try:
-            argv = overrides_as_assignments(argv)
+            rest, overrides = split_overrides(argv[1:])
         except ValueError as error:
-            print(f"bgtrain train: error: {error}", file=sys.stderr)
+            print(f"bgtrain {name}: error: {error}", file=sys.stderr)
             return 2
-    args = build_parser().parse_args(argv)
+        argv = [name, *rest]
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # --help, or a usage error already printed in one line
+        return stop.code if isinstance(stop.code, int) else 2
+    args.config_overrides = overrides
+    args.argv = ["bgtrain", *original]  # as typed, for the run's command.txt
     # The engine says when it stops to compile its kernels (a pause of seconds in a long run).
     kernel_log = logging.getLogger("engine.kernels")
     if not kernel_log.handlers:
@@ -58,8 +81,17 @@ def main(argv: list[str] | None = None) -> int:
         kernel_log.setLevel(logging.INFO)
     try:
         return args.run(args) or 0
-    except (UserError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as error:
-        print(f"bgtrain {args.command}: error: {error}", file=sys.stderr)
+    except BrokenPipeError:
+        # The reader went away (``bgtrain moves ... | head``): stop quietly, as Unix tools do, with
+        # SIGPIPE's status; stdout is pointed at /dev/null so that flushing it at exit cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except (ValueError, OSError) as error:
+        print(f"bgtrain {args.command}: error: {_describe(error)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"bgtrain {args.command}: error: out of memory", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"bgtrain {args.command}: interrupted", file=sys.stderr)

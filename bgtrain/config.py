@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from typing import Any
 from bgtrain.encoding import ENCODERS
 from engine.variants import VARIANTS
 
+DEVICE_PATTERN = re.compile(r"^(cpu|cuda|cuda:\d+)$")
+
 
 def _choice(section: str, name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
@@ -30,8 +33,23 @@ def _choice(section: str, name: str, value: str, choices: tuple[str, ...]) -> No
 
 
 def _positive(section: str, name: str, value: float, allow_zero: bool = False) -> None:
-    if value < 0 or (value == 0 and not allow_zero) or (isinstance(value, float) and math.isnan(value)):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"[{section}] {name} = {value!r}: must be a finite number")
+    if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"[{section}] {name} = {value!r}: must be {'>= 0' if allow_zero else '> 0'}")
+
+
+SEED_LIMIT = 1 << 63  # torch generators take 64-bit seeds; a run adds small offsets to its seed
+
+
+def _seed(section: str, name: str, value: int) -> None:
+    if not 0 <= value < SEED_LIMIT:
+        raise ValueError(f"[{section}] {name} = {value}: must be in 0 .. 2**63 - 1")
+
+
+def _finite(section: str, name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f"[{section}] {name} = {value!r}: must be a finite number")
 
 
 @dataclass(frozen=True)
@@ -51,8 +69,9 @@ class RunConfig:
         _choice("run", "variant", self.variant, tuple(VARIANTS))
         if not self.name or "/" in self.name:
             raise ValueError(f"[run] name = {self.name!r}: must be a non-empty name without '/'")
-        if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
+        if not DEVICE_PATTERN.match(self.device):
             raise ValueError(f"[run] device = {self.device!r}: must be 'cpu', 'cuda' or 'cuda:N'")
+        _seed("run", "seed", self.seed)
 
 
 @dataclass(frozen=True)
@@ -141,6 +160,8 @@ class TrainConfig:
         _choice("train", "optimizer", self.optimizer, ("adam", "sgd"))
         if self.method == "eligibility_traces" and self.optimizer != "sgd":
             raise ValueError("[train] method = 'eligibility_traces' needs optimizer = 'sgd'")
+        for name in ("td_lambda", "momentum", "lr_final_fraction"):
+            _finite("train", name, getattr(self, name))
         if not 0.0 <= self.momentum < 1.0:
             raise ValueError(f"[train] momentum = {self.momentum}: must be in [0, 1)")
         _positive("train", "weight_decay", self.weight_decay, allow_zero=True)
@@ -175,6 +196,7 @@ class EvaluationConfig:
         if self.games % 2:
             raise ValueError(f"[evaluation] games = {self.games}: must be even (each deal is played twice)")
         _choice("evaluation", "opponent", self.opponent, ("pubeval", "random"))
+        _seed("evaluation", "seed", self.seed)
 
 
 @dataclass(frozen=True)
@@ -319,23 +341,47 @@ def to_toml_text(config: Config) -> str:
     return "\n".join(lines)
 
 
-def parse_overrides(overrides: list[str]) -> list[tuple[str, str, str]]:
-    """``["--train.learning_rate", "0.05", "model.hidden=[40,40]"]`` -> ``[(section, key, text), ...]``."""
-    parsed = []
-    tokens = list(overrides)
-    while tokens:
-        token = tokens.pop(0)
-        name = token.removeprefix("--")
-        if "=" in name:
-            name, text = name.split("=", 1)
-        elif tokens:
-            text = tokens.pop(0)
+_OVERRIDE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
+
+Override = tuple[str, str, str]  # (section, key, the value as written)
+
+
+def _split_name(token: str) -> tuple[str, str]:
+    section, _, key = token.partition(".")
+    return section, key
+
+
+def split_overrides(words: list[str]) -> tuple[list[str], list[Override]]:
+    """The one reader of config overrides on a command line: ``--section.key value``,
+    ``--section.key=value`` and ``section.key=value`` anywhere among ``words``. Returns the other
+    words, in order, and the overrides as ``(section, key, text)``, in order. Config fields are the
+    only dotted names, so nothing else is taken for one."""
+    rest: list[str] = []
+    overrides: list[Override] = []
+    index = 0
+    while index < len(words):
+        token = words[index]
+        flag = token.startswith("--")
+        name, equals, text = token.removeprefix("--").partition("=")
+        if _OVERRIDE_NAME.match(name) and (flag or equals):
+            if not equals:
+                if index + 1 >= len(words):
+                    raise ValueError(f"override {token} has no value")
+                index += 1
+                text = words[index]
+            overrides.append((*_split_name(name), text))
         else:
-            raise ValueError(f"override {token!r} has no value")
-        section, dot, key = name.partition(".")
-        if not dot or not section or not key:
-            raise ValueError(f"override {token!r}: name a field as section.key, e.g. train.learning_rate")
-        parsed.append((section, key, text))
+            rest.append(token)
+        index += 1
+    return rest, overrides
+
+
+def parse_overrides(overrides: list[str]) -> list[Override]:
+    """``["--train.learning_rate", "0.05", "model.hidden=[40,40]"]`` -> ``[(section, key, text), ...]``;
+    every word must belong to an override."""
+    rest, parsed = split_overrides(list(overrides))
+    if rest:
+        raise ValueError(f"override {rest[0]!r}: name a field as section.key=value, e.g. train.learning_rate=0.05")
     return parsed
 
 
@@ -355,13 +401,49 @@ def _override_value(section: str, key: str, text: str) -> Any:
     return _convert(section, key, types[key], value)
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
-    """The config of the TOML file at ``path`` (defaults alone when None) with ``overrides`` applied."""
+def apply_overrides(data: dict[str, Any], overrides: list[Override]) -> dict[str, Any]:
+    """``data`` (nested plain config data) with each override's value set, each checked for its field."""
+    data = {section: dict(values) if isinstance(values, dict) else values for section, values in data.items()}
+    for section, key, text in overrides:
+        value = _override_value(section, key, text)
+        values = data.setdefault(section, {})
+        if not isinstance(values, dict):
+            # ValueError like every other config mistake, so callers catch one kind
+            raise ValueError(f"config section [{section}] must be a table, not {type(values).__name__}")  # noqa: TRY004
+        values[key] = value
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | list[Override] | None = None) -> Config:
+    """The config of the TOML file at ``path`` (defaults alone when None) with ``overrides`` applied
+    (command-line words, or ``(section, key, text)`` from ``split_overrides``)."""
     data: dict[str, Any] = {}
     if path is not None:
-        with open(path, "rb") as file:
-            data = tomllib.load(file)
-    for section, key, text in parse_overrides(overrides or []):
-        value = _override_value(section, key, text)
-        data.setdefault(section, {})[key] = value
-    return config_from_dict(data)
+        path = Path(path)
+        if path.is_dir():
+            raise ValueError(f"--config {path}: is a directory, not a TOML file")
+        try:
+            with open(path, "rb") as file:
+                data = tomllib.load(file)
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(f"{path} is not valid TOML ({error})") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{path} is not a TOML text file") from None
+    words = list(overrides or [])
+    parsed = words if words and isinstance(words[0], tuple) else parse_overrides(words)
+    return config_from_dict(apply_overrides(data, parsed))
+
+
+def resolve_device(name: str, where: str = "--device"):
+    """The torch device ``name`` ("cpu", "cuda", "cuda:N") names, checked to exist on this machine."""
+    import torch
+
+    if not DEVICE_PATTERN.match(name):
+        raise ValueError(f"{where} {name!r}: must be 'cpu', 'cuda' or 'cuda:N'")
+    device = torch.device(name)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"{where} {name!r}: CUDA is not available on this machine (use cpu)")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"{where} {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return device

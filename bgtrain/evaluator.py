@@ -358,9 +358,16 @@ def _check_board(board: torch.Tensor) -> torch.Tensor:
     return board.to(torch.int8)
 
 
+# The deepest search offered: each ply costs about 20 times the one before, and 4-ply already takes
+# tens of seconds a position; deeper searches would run for hours with memory growing all along.
+MAX_PLY = 4
+
+
 def _check_ply(ply: int) -> int:
     if not isinstance(ply, int) or ply < 0:
         raise ValueError(f"ply must be a non-negative integer, not {ply!r}")
+    if ply > MAX_PLY:
+        raise ValueError(f"ply {ply} is deeper than this evaluator searches (at most {MAX_PLY})")
     return ply
 
 

@@ -40,10 +40,6 @@ from __future__ import annotations
 
 import copy
 import math
-import platform
-import shlex
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,10 +48,11 @@ from typing import Any
 import torch
 from torch.func import functional_call, jacrev, vmap
 
+from bgtrain import run_directory as runs
 from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent, argmax_per_position
 from bgtrain.arena.duel import DuelResult, play_duel
-from bgtrain.checkpoint import load_checkpoint, network_from_checkpoint, save_checkpoint
-from bgtrain.config import Config, config_from_dict, config_to_dict, to_toml_text
+from bgtrain.checkpoint import checkpoint_payload, network_from_checkpoint, save_checkpoint
+from bgtrain.config import Config, config_from_dict, resolve_device, to_toml_text
 from bgtrain.network import ValueNetwork
 from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outcomes
 from bgtrain.static_value import NetworkValue, StaticValue
@@ -224,17 +221,6 @@ class EligibilityTraces:
 _TURN_FIELDS = ("board", "next_value", "ended", "outcome", "truncated", "extra_roll")
 
 
-def code_version() -> str:
-    try:
-        root = Path(__file__).resolve().parent.parent
-        described = subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True, text=True, timeout=5, check=False
-        )
-        return described.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 class Run:
     """A training run: its network, optimizer, self-play state, buffer and counters."""
 
@@ -242,11 +228,16 @@ class Run:
         self.config = config
         rules = get_rules(config.run.variant) if rules is None else rules
         self.rules = rules
-        self.device = torch.device(config.run.device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"[run] device = {config.run.device!r}, but CUDA is not available here")
+        self.device = resolve_device(config.run.device, "[run] device =")
         torch.manual_seed(config.run.seed)  # initial weights only; every later draw has its own generator
-        self.network = ValueNetwork(config.model.encoder, config.model.hidden, config.model.activation).to(self.device)
+        try:
+            self.network = ValueNetwork(config.model.encoder, config.model.hidden, config.model.activation)
+            self.network.to(self.device)
+        except (RuntimeError, MemoryError) as error:  # torch's allocation failures (OutOfMemoryError included)
+            raise ValueError(f"[model] hidden = {list(config.model.hidden)}: the network cannot be allocated "
+                             f"({(str(error).strip().splitlines() or ['out of memory'])[0][:100]})") from None
+        self.previous_network: ValueNetwork | None = None  # the weights of the previous evaluation
+        self.log_points: list[tuple[str, float, int]] = []  # TensorBoard points of the checkpoint's step
         if config.train.optimizer == "adam":
             self.optimizer = torch.optim.AdamW(
                 self.network.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
@@ -340,23 +331,13 @@ class Run:
     # -- checkpoints ------------------------------------------------------------------------------
 
     def payload(self, with_training_state: bool = True) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "model": self.network.model_args(),
-            "weights": {k: v.detach().cpu() for k, v in self.network.state_dict().items()},
-            "config": config_to_dict(self.config),
-            "rules": self.rules.name,
-            "counters": {
-                "games": self.games,
-                "turns": self.turns,
-                "updates": self.updates,
-                "train_seconds": self.train_seconds,
-            },
-            "strength": self.strength,
-            "code_version": code_version(),
-        }
+        counters = {"games": self.games, "turns": self.turns, "updates": self.updates,
+                    "train_seconds": self.train_seconds}
+        training = None
         if with_training_state:
             state = self.state
-            payload["training"] = {
+            previous = self.previous_network
+            training = {
                 "optimizer": self.optimizer.state_dict(),
                 "dice": self.dice.get_state(),
                 "explore": self.explore.get_state(),
@@ -366,26 +347,46 @@ class Run:
                     for t in self.buffer
                 ],
                 "traces": None if self.traces is None else {k: v.cpu() for k, v in self.traces.traces.items()},
+                # What makes a resumed run log what an uninterrupted one logs: the opponent of the
+                # next "previous network" match, and the TensorBoard points of this step.
+                "previous_weights": None if previous is None else {
+                    k: v.detach().cpu() for k, v in previous.state_dict().items()},
+                "tensorboard": list(self.log_points),
             }
-        return payload
+        return checkpoint_payload(self.network, self.config, self.rules.name, counters, self.strength,
+                                  runs.code_version(), training)
 
     @classmethod
     def resume(cls, path: str | Path, overrides: Config | None = None) -> Run:
-        payload = load_checkpoint(path)
-        if "training" not in payload:
-            raise ValueError(f"{path} holds a model only, not a training state to resume")
+        """The run saved in ``path``, continuing with ``overrides`` (the saved config with changes that can
+        apply; ``bgtrain.run_directory.FIXED_ON_RESUME`` lists those that cannot, refused by name)."""
+        payload = runs.load_resume_checkpoint(path, overrides)
         config = overrides or config_from_dict(payload["config"])
         run = cls(config)
         loaded = network_from_checkpoint(payload, str(path))
-        run.network.load_state_dict(loaded.state_dict())
         training = payload["training"]
-        run.optimizer.load_state_dict(training["optimizer"])
-        run.dice.set_state(training["dice"])
-        run.explore.set_state(training["explore"])
-        run.state = State(**{k: v.to(run.device) for k, v in training["state"].items()})
-        run.buffer = [Turn(**{k: v.to(run.device) for k, v in t.items()}) for t in training["buffer"]]
-        if run.traces is not None and training["traces"] is not None:
-            run.traces.traces = {k: v.to(run.device) for k, v in training["traces"].items()}
+        try:
+            run.network.load_state_dict(loaded.state_dict())
+            run.optimizer.load_state_dict(training["optimizer"])
+            run.dice.set_state(training["dice"])
+            run.explore.set_state(training["explore"])
+            run.state = State(**{k: v.to(run.device) for k, v in training["state"].items()})
+            run.buffer = [Turn(**{k: v.to(run.device) for k, v in t.items()}) for t in training["buffer"]]
+            if run.traces is not None and training["traces"] is not None:
+                run.traces.traces = {k: v.to(run.device) for k, v in training["traces"].items()}
+            if training.get("previous_weights") is not None:
+                run.previous_network = copy.deepcopy(run.network).eval()
+                run.previous_network.load_state_dict(training["previous_weights"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as error:
+            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:120]
+            raise ValueError(f"{path} is damaged: its training state does not fit its run ({first_line})") from None
+        # The optimizer's saved groups carry the old hyperparameters; the config's apply from here on
+        # (the learning rate is set at every update).
+        for group in run.optimizer.param_groups:
+            group["weight_decay"] = config.train.weight_decay
+            if "momentum" in group:
+                group["momentum"] = config.train.momentum
+        run.log_points = [tuple(point) for point in training.get("tensorboard", [])]
         counters = payload["counters"]
         run.games, run.turns, run.updates = counters["games"], counters["turns"], counters["updates"]
         run.train_seconds = counters["train_seconds"]
@@ -409,30 +410,27 @@ def evaluate_strength(network: ValueNetwork, config: Config, rules: Rules, oppon
     return {name: result.as_dict() for name, result in results.items()}
 
 
-def _checkpoint_name(games: int) -> str:
-    return f"games_{games:010d}.pt"
+def train(config: Config, resume: str | Path | None = None, progress: bool = True, argv: list[str] | None = None,
+          overwrite: bool = False) -> Path:
+    """Run (or resume) training to ``config.train.total_games`` in ``config.run_dir``; returns the final
+    checkpoint's path. A new run, or a resume elsewhere, refuses a directory holding a run unless ``overwrite``."""
+    in_place = resume is not None and runs.resume_directory(resume).resolve() == config.run_dir.resolve()
+    directory = runs.RunDirectory(config.run_dir).acquire(resuming=in_place, overwrite=overwrite)
+    try:
+        run = Run.resume(resume, config) if resume else Run(config)
+        directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
+        return _train_loop(run, config, directory, progress, resumed=resume is not None)
+    finally:
+        directory.release()
 
 
-def train(config: Config, resume: str | Path | None = None, progress: bool = True, argv: list[str] | None = None) -> Path:
-    """Run (or resume) training to ``config.train.total_games``; returns the final checkpoint's path."""
-    from torch.utils.tensorboard import SummaryWriter
+def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress: bool, resumed: bool) -> Path:
     from tqdm import tqdm
 
-    run = Run.resume(resume, config) if resume else Run(config)
-    run_dir = config.run_dir
-    checkpoint_dir = run_dir / "checkpoints"
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.toml").write_text(to_toml_text(config))
-    (run_dir / "command.txt").write_text(
-        " ".join(shlex.quote(a) for a in (argv or sys.argv)) + "\n"
-        + f"code version: {code_version()}\npython {platform.python_version()}, torch {torch.__version__}\n"
-    )
-    writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"), purge_step=run.games if resume else None)
-    if not resume:
-        writer.add_text("hyperparameters", "```\n" + to_toml_text(config) + "\n```", 0)
-
+    log = runs.TensorBoardLog(directory.path / "tensorboard", *((run.games, run.log_points) if resumed else ()))
+    if not resumed:
+        log.add_text("hyperparameters", "```\n" + to_toml_text(config) + "\n```", 0)
     total = config.train.total_games
-    previous_network = None
     next_evaluation = _next_multiple(run.games, config.evaluation.every_games)
     next_checkpoint = _next_multiple(run.games, config.checkpoint.every_games)
     last_checkpoint_time = time.monotonic()
@@ -447,37 +445,34 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
         if metrics:
             for key, value in metrics.items():
                 namespace = "charts" if key == "learning_rate" else "losses"
-                writer.add_scalar(f"{namespace}/{key}", value, run.games)
+                log.add_scalar(f"{namespace}/{key}", value, run.games)
         now = time.monotonic()
         if now - window_start >= 5.0:
             rate = (run.games - window_games) / (now - window_start)
-            writer.add_scalar("charts/games_per_second", rate, run.games)
+            log.add_scalar("charts/games_per_second", rate, run.games)
             bar.set_postfix_str(f"{rate:,.0f} games/s{_strength_text(run.strength)}")
             window_start, window_games = now, run.games
 
         finished = run.games >= total
         if finished or (config.evaluation.every_games and run.games >= next_evaluation):
-            run.strength = evaluate_strength(run.network, config, run.rules, previous_network)
+            run.strength = evaluate_strength(run.network, config, run.rules, run.previous_network)
             run.strength["games"] = run.games
             run.strength["train_seconds"] = run.train_seconds
-            _log_strength(writer, run.strength, run.games)
-            previous_network = copy.deepcopy(run.network).eval()
+            _log_strength(log, run.strength, run.games)
+            run.previous_network = copy.deepcopy(run.network).eval()
             next_evaluation = _next_multiple(run.games, config.evaluation.every_games)
             bar.set_postfix_str(_strength_text(run.strength).lstrip("; "))
             window_start, window_games = time.monotonic(), run.games
         due_by_games = config.checkpoint.every_games and run.games >= next_checkpoint
         due_by_time = config.checkpoint.every_seconds and now - last_checkpoint_time >= config.checkpoint.every_seconds
         if finished or due_by_games or due_by_time:
-            save_checkpoint(checkpoint_dir / _checkpoint_name(run.games), run.payload())
-            save_checkpoint(run_dir / "latest.pt", run.payload())
-            _prune(checkpoint_dir, config.checkpoint.keep_last)
+            run.log_points = [point for point in log.latest_points() if point[2] == run.games]
+            directory.save(run.payload(), run.games, config.checkpoint.keep_last)
             next_checkpoint = _next_multiple(run.games, config.checkpoint.every_games)
             last_checkpoint_time = time.monotonic()
     bar.close()
-    writer.close()
-    final = run_dir / "final.pt"
-    save_checkpoint(final, run.payload(with_training_state=False))
-    return final
+    log.close()
+    return save_checkpoint(directory.path / "final.pt", run.payload(with_training_state=False))
 
 
 def _next_multiple(games: int, every: int) -> int:
@@ -499,11 +494,3 @@ def _log_strength(writer, strength: dict[str, Any], games: int) -> None:
             writer.add_scalar(f"eval/{name}_interval95", result["interval95"], games)
             writer.add_scalar(f"eval/{name}_win_rate", result["a_win"], games)
     writer.add_scalar("eval/train_seconds", strength.get("train_seconds", 0.0), games)
-
-
-def _prune(directory: Path, keep_last: int) -> None:
-    if not keep_last:
-        return
-    checkpoints = sorted(directory.glob("games_*.pt"))
-    for old in checkpoints[:-keep_last]:
-        old.unlink(missing_ok=True)

@@ -26,6 +26,7 @@ A roll that cannot be played is written ``(no move)`` (:data:`NO_MOVE`); gnubg w
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -237,10 +238,44 @@ def parse_play(
     return after
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _format_moves(moves: tuple[Move, ...]) -> str:
+    """``format_play`` of a sorted move multiset: the notation depends on the multiset alone (the moves
+    are sorted before they are joined into paths, and hits count by the point), so plays that recur
+    across positions, ``8/5 6/5``, are written once."""
+    return format_play(moves)
+
+
+def _shortest(texts) -> str:
+    return min(texts, key=lambda text: (len(text.split()), len(text), text))
+
+
 def play_notations(before: Sequence[int], dice: tuple[int, int], rules: Rules = STANDARD) -> dict[Board, str]:
     """The notation of every legal play of ``dice`` from ``before``, by afterstate: one search per
     position (``play_notation`` per afterstate would repeat it), the same choice of notation."""
     return {
-        after: min((format_play(sequence) for sequence in sequences), key=lambda text: (len(text.split()), len(text), text))
+        after: _shortest({_format_moves(key) for key in {tuple(sorted(sequence)) for sequence in sequences}})
         for after, sequences in reference_plays(before, dice, rules).items()
     }
+
+
+def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:
+    """The notation of every afterstate of ``engine.movegen.legal_afterstates(board, dice, rules)``, in its
+    order: ``board int8[B, 28]``, ``dice int8[B, 2]`` -> ``list[str]`` of length ``afterstates.total``.
+
+    The same notation as ``play_notation`` (one search of the reference per distinct position and roll in
+    the batch: repeated requests are answered once)."""
+    befores = [tuple(row) for row in board.tolist()]
+    rolls = [tuple(roll) for roll in dice.tolist()]
+    rows = afterstates.boards.tolist()
+    offsets, counts = afterstates.offsets.tolist(), afterstates.counts.tolist()
+    searched: dict[tuple, dict[Board, str]] = {}
+    notations: list[str] = [""] * len(rows)
+    for index, (before, roll) in enumerate(zip(befores, rolls)):
+        key = (before, roll)
+        table = searched.get(key)
+        if table is None:
+            table = searched[key] = play_notations(before, roll, rules)
+        for row in range(offsets[index], offsets[index] + counts[index]):
+            notations[row] = table[tuple(rows[row])]
+    return notations

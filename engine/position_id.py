@@ -206,3 +206,28 @@ def split_checkers_in_hand(board: Sequence[int] | torch.Tensor) -> tuple[list[in
     hand = (values[MOVER_IN_HAND], -values[OPPONENT_IN_HAND])
     values[MOVER_IN_HAND] = values[OPPONENT_IN_HAND] = 0
     return values, hand
+
+
+def encode_position_ids(boards: torch.Tensor) -> list[str]:
+    """``encode_position_id`` of every row of ``int8[N, 28]`` at once (tensor operations, one Base64 call),
+    for boards the engine produced: checkers in hand are left out (``split_checkers_in_hand``), nothing
+    else is checked. Tested against the scalar encoder."""
+    if boards.shape[0] == 0:
+        return []
+    values = boards.to(torch.int64).cpu()
+    # Key order: the opponent's places (its point q is the mover's 25 - q, its bar index 0), then the mover's.
+    opponent_points = (-values[:, 1:25].flip(1)).clamp(min=0)
+    opponent = torch.cat([opponent_points, (-values[:, OPPONENT_BAR:OPPONENT_BAR + 1]).clamp(min=0)], 1)
+    mover = torch.cat([values[:, 1:25].clamp(min=0), values[:, MOVER_BAR:MOVER_BAR + 1].clamp(min=0)], 1)
+    runs = torch.cat([opponent, mover], 1)  # [N, 50]
+    separators = torch.cumsum(runs + 1, 1) - 1  # the closing 0-bit of each run
+    index = torch.arange(POSITION_KEY_BITS + 1)
+    bits = (index < separators[:, -1:]).to(torch.uint8)
+    bits.scatter_(1, separators, 0)
+    weights = torch.tensor([1 << k for k in range(8)], dtype=torch.int64)
+    key = (bits[:, :POSITION_KEY_BITS].view(-1, POSITION_KEY_BYTES, 8).to(torch.int64) * weights).sum(2)
+    # Two zero bytes per row make it 12 bytes, a whole number of Base64 groups: row i is then characters
+    # 16i .. 16i + 13 of one encoding, the same as gnubg's 14 characters of the 10 bytes.
+    padded = torch.cat([key, torch.zeros(key.shape[0], 2, dtype=torch.int64)], 1).to(torch.uint8)
+    text = base64.b64encode(padded.numpy().tobytes()).decode("ascii")
+    return [text[16 * row : 16 * row + POSITION_ID_LENGTH] for row in range(key.shape[0])]

@@ -2,6 +2,7 @@
 strength that search adds (a model at 1 and 2 plies against itself at 0-ply).
 
     python scripts/bench_eval.py [--model PATH] [--threads 1] [--repeats 5] [--games 1000] [--json FILE]
+                                 [--device cpu|cuda]
 
 Bars (issue 4): 0-ply >= 1,000,000 positions/s batched with a 198-80 network on a 2-core CPU;
 2-ply best-move choice >= 30 positions/s. Without ``--model`` (and without the shipped
@@ -34,6 +35,7 @@ from engine.random_play import sample_positions
 from engine.rules import STANDARD
 
 DEFAULT_MODEL = Path("checkpoints") / "bgtrain-default.pt"
+DEVICE = torch.device("cpu")  # set by --device; every position set is made on it
 
 
 def timed(function, repeats: int) -> tuple[float, object]:
@@ -48,7 +50,7 @@ def timed(function, repeats: int) -> tuple[float, object]:
 
 
 def zero_ply(evaluator: Evaluator, network: ValueNetwork, batch: int, repeats: int) -> dict:
-    boards, _ = sample_positions(batch, seed=2024)
+    boards, _ = sample_positions(batch, seed=2024, device=DEVICE)
     seconds, _ = timed(lambda: evaluator.probabilities(boards, 0), repeats)
     network_seconds, _ = timed(lambda: network.evaluate(boards, STANDARD), repeats)
     return {"batch": batch, "positions_per_s": batch / seconds, "network_only_positions_per_s": batch / network_seconds}
@@ -57,7 +59,7 @@ def zero_ply(evaluator: Evaluator, network: ValueNetwork, batch: int, repeats: i
 def game_positions(count: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``count`` positions with rolls from a pool of random-play games spanning whole games (a pool
     smaller than the 512 lock-step games would hold opening positions only)."""
-    boards, dice = sample_positions(max(count, 20_000), seed=seed)
+    boards, dice = sample_positions(max(count, 20_000), seed=seed, device=DEVICE)
     return boards[:count], dice[:count]
 
 
@@ -84,7 +86,7 @@ def signature(evaluator: Evaluator) -> dict:
     return {
         "equity_sum_0ply_200": round(float(evaluator.equity(boards, 0).double().sum()), 4),
         "equity_sum_1ply_50": round(float(evaluator.equity(boards[:50], 1).double().sum()), 4),
-        "choices_2ply_20": int((evaluator.best_moves(boards[:20], dice[:20], 2) * torch.arange(1, 21)).sum()),
+        "choices_2ply_20": int((evaluator.best_moves(boards[:20], dice[:20], 2).cpu() * torch.arange(1, 21)).sum()),
     }
 
 
@@ -103,8 +105,11 @@ def main() -> None:
     parser.add_argument("--no-bearoff", action="store_true", help="without the bear-off database")
     parser.add_argument("--seed", type=int, default=0, help="dice seed of the strength matches")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--device", default="cpu", help="torch device: cpu or cuda (default cpu)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    global DEVICE
+    DEVICE = torch.device(args.device)
 
     model = Path(args.model) if args.model else (DEFAULT_MODEL if DEFAULT_MODEL.is_file() else None)
     if model is not None:
@@ -114,6 +119,7 @@ def main() -> None:
         torch.manual_seed(0)
         network = ValueNetwork("tesauro198", (80,)).eval()
         model_name = "untrained tesauro198-80 (seed 0)"
+    network = network.to(DEVICE)
     move_filter = MoveFilter(args.keep, args.threshold)
     evaluator = Evaluator.from_network(network, STANDARD, bearoff=not args.no_bearoff, move_filter=move_filter,
                                        deep_replies=args.deep_replies)
@@ -157,7 +163,7 @@ def main() -> None:
         zero = evaluator.agent(0, "0-ply")
         for ply in range(1, args.max_ply + 1):
             start = time.perf_counter()
-            result = play_duel(evaluator.agent(ply, f"{ply}-ply"), zero, args.games, seed=args.seed)
+            result = play_duel(evaluator.agent(ply, f"{ply}-ply"), zero, args.games, seed=args.seed, device=DEVICE)
             seconds = time.perf_counter() - start
             report["strength"].append({**result.as_dict(), "seconds": seconds})
             print(f"strength: {result.summary()} [{seconds:.0f} s]")

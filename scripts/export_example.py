@@ -19,8 +19,8 @@ import numpy as np
 import onnxruntime
 import torch
 
-from bgtrain.checkpoint import save_checkpoint
-from bgtrain.config import Config, config_to_dict
+from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
+from bgtrain.config import Config
 from bgtrain.export import export_checkpoint
 from bgtrain.export.onnx_reader import load_value_model
 from bgtrain.network import ValueNetwork
@@ -39,9 +39,7 @@ def parse_args() -> argparse.Namespace:
 def seeded_checkpoint(seed: int, directory: Path) -> Path:
     torch.manual_seed(seed)
     network = ValueNetwork("tesauro198", [80], "sigmoid")
-    payload = {"model": network.model_args(), "weights": network.state_dict(), "config": config_to_dict(Config()),
-               "rules": STANDARD.name, "counters": {"games": 0, "turns": 0, "updates": 0, "train_seconds": 0.0},
-               "strength": {}, "code_version": f"untrained, torch.manual_seed({seed})"}
+    payload = checkpoint_payload(network, Config(), STANDARD.name, code_version=f"untrained, torch.manual_seed({seed})")
     return save_checkpoint(directory / f"untrained-seed{seed}.pt", payload)
 
 

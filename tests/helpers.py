@@ -162,15 +162,13 @@ class FunctionValue:
 
 def tiny_checkpoint(path: Path, seed: int = 5, hidden=(8,), encoder: str = "tesauro198", **payload) -> Path:
     """A loadable checkpoint of a small seeded network at ``path``; ``payload`` adds or replaces entries."""
-    from bgtrain.checkpoint import save_checkpoint
-    from bgtrain.config import Config, config_to_dict
+    from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
+    from bgtrain.config import Config
     from bgtrain.network import ValueNetwork
 
     torch.manual_seed(seed)
     network = ValueNetwork(encoder, list(hidden), "sigmoid")
-    entries = {"model": network.model_args(), "weights": network.state_dict(), "config": config_to_dict(Config()),
-               "counters": {"games": 0, "turns": 0, "updates": 0, "train_seconds": 0.0}, "strength": {}}
-    return save_checkpoint(path, {**entries, **payload})
+    return save_checkpoint(path, {**checkpoint_payload(network, Config()), **payload})
 
 
 def has_gnubg() -> bool:

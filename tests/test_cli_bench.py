@@ -46,7 +46,7 @@ def test_bench_is_reproducible_and_saves_games(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["bench", "pubeval", "nosuchbot", "--games", "4"], "unknown agent 'nosuchbot'"),
-    (["bench", "pubeval", "random", "--games", "0"], "--games must be at least 1"),
+    (["bench", "pubeval", "random", "--games", "0"], "argument --games: must be at least 1"),
     (["bench", "pubeval", "random", "--cube", "--match", "7"], "--cube is for money play"),
     (["league", "pubeval", "--games", "4"], "at least two agents"),
     (["league", "pubeval", "pubeval", "--games", "4"], "named twice"),

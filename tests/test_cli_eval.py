@@ -11,8 +11,9 @@ import bgtrain.commands.eval as eval_command
 from bgtrain.bearoff import build_bearoff_database, default_path
 from bgtrain.bearoff_two_sided import build_two_sided_database
 from bgtrain.bearoff_two_sided import default_path as two_sided_default_path
-from bgtrain.checkpoint import save_checkpoint
+from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
 from bgtrain.cli import main
+from bgtrain.config import Config, RunConfig
 from bgtrain.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 
@@ -42,8 +43,9 @@ def small_bearoff_cache(tmp_path, monkeypatch, small_database, small_two_sided):
 def save_model(path, **model_changes):
     torch.manual_seed(5)
     network = ValueNetwork("tesauro198", (16,))
-    model = {**network.model_args(), **model_changes}
-    save_checkpoint(path, {"model": model, "weights": network.state_dict(), "config": {}, "counters": {}})
+    payload = checkpoint_payload(network, Config())
+    payload["model"] = {**payload["model"], **model_changes}
+    save_checkpoint(path, payload)
     return str(path)
 
 
@@ -153,8 +155,7 @@ def test_checkers_in_hand_and_checkers_left_scoring(model, tmp_path, capsys):
     torch.manual_seed(5)
     network = ValueNetwork("tesauro198", (16,))
     model = str(tmp_path / "acey.pt")
-    save_checkpoint(model, {"model": network.model_args(), "weights": network.state_dict(),
-                            "config": {"run": {"variant": "acey-deucey"}}, "counters": {}})
+    save_checkpoint(model, checkpoint_payload(network, Config(run=RunConfig(variant="acey-deucey"))))
     assert main(["eval", empty, "--variant", "acey-deucey", "--hand", "15,15", "--dice", "21", "--model", model,
                  "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -85,7 +85,5 @@ def test_every_command_prints_its_help(capsys):
     from bgtrain.cli import COMMANDS
 
     for command in [[], *([name] for name in COMMANDS)]:
-        with pytest.raises(SystemExit) as exit_info:
-            main([*command, "--help"])
-        assert exit_info.value.code == 0
+        assert main([*command, "--help"]) == 0
         assert "usage: bgtrain" in capsys.readouterr().out

@@ -8,7 +8,8 @@ from helpers import bearoff_board, random_boards, roll_weight
 
 from bgtrain.arena.duel import play_duel
 from bgtrain.bearoff import build_bearoff_database
-from bgtrain.checkpoint import save_checkpoint
+from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
+from bgtrain.config import Config
 from bgtrain.evaluator import Evaluator, MoveFilter, NetworkValue
 from bgtrain.network import ValueNetwork
 from bgtrain.outcomes import (
@@ -237,8 +238,7 @@ def test_search_agent_plays_a_match():
 def test_from_path(tmp_path, network, positions):
     boards, _ = positions
     path = tmp_path / "model.pt"
-    save_checkpoint(path, {"model": network.model_args(), "weights": network.state_dict(), "config": {},
-                           "counters": {}})
+    save_checkpoint(path, checkpoint_payload(network, Config()))
     loaded = Evaluator.from_path(path, bearoff=False)
     direct = Evaluator.from_network(network, bearoff=False)
     assert torch.allclose(loaded.probabilities(boards), direct.probabilities(boards))

@@ -12,9 +12,9 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.checkpoint import save_checkpoint
+from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
 from bgtrain.cli import main
-from bgtrain.config import Config, config_to_dict
+from bgtrain.config import Config
 from bgtrain.encoding import ENCODERS, Encoder
 from bgtrain.export import BOARD_LAYOUT, FIRST_LAYERS, export_checkpoint
 from bgtrain.export.graph import GraphEncoder
@@ -48,15 +48,7 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
     for encoder, (hidden, activation) in NETWORKS.items():
         torch.manual_seed(11)
         network = ValueNetwork(encoder, hidden, activation)
-        payload = {
-            "model": network.model_args(),
-            "weights": network.state_dict(),
-            "config": config_to_dict(Config()),
-            "rules": STANDARD.name,
-            "counters": COUNTERS,
-            "strength": STRENGTH,
-            "code_version": "test",
-        }
+        payload = checkpoint_payload(network, Config(), STANDARD.name, COUNTERS, STRENGTH, "test")
         paths[encoder] = save_checkpoint(directory / f"{encoder}.pt", payload)
     return paths
 
@@ -333,8 +325,7 @@ def test_a_variant_checkpoint_exports_and_reads_back_for_its_variant(tmp_path, v
     network = ValueNetwork("tesauro198", [8], "sigmoid")
     config = Config()
     config = replace(config, run=replace(config.run, variant=variant))
-    payload = {"model": network.model_args(), "weights": network.state_dict(), "config": config_to_dict(config),
-               "counters": COUNTERS}
+    payload = checkpoint_payload(network, config, counters=COUNTERS)
     checkpoint = save_checkpoint(tmp_path / f"{variant}.pt", payload)
     metadata = export_checkpoint(checkpoint, tmp_path / f"{variant}.onnx", "onnx")
     assert (metadata["rules"], metadata["rules.checkers_per_side"]) == (variant, str(rules.checkers_per_side))

@@ -42,7 +42,7 @@ def test_train_writes_checkpoints_logs_and_config(tmp_path, capsys):
 
 def test_flags_and_overrides_in_any_order(tmp_path, monkeypatch):
     """``--section.field value`` overrides, and the command's own flags after an override, both work."""
-    from bgtrain.commands import train as train_command
+    from bgtrain.config import split_overrides
 
     seen = {}
     monkeypatch.setattr("bgtrain.train.train", lambda config, **kwargs: seen.update(config=config, **kwargs) or "x")
@@ -52,7 +52,7 @@ def test_flags_and_overrides_in_any_order(tmp_path, monkeypatch):
     config = seen["config"]
     assert config.train.learning_rate == 3e-4 and config.model.hidden == (8,)
     assert config.selfplay.games_in_parallel == 16 and config.run_dir == out and seen["progress"] is False
-    assert train_command.overrides_as_assignments(["--a.b", "1", "--c"]) == ["a.b=1", "--c"]
+    assert split_overrides(["--a.b", "1", "--c", "x.y=[2]"]) == (["--c"], [("a", "b", "1"), ("x", "y", "[2]")])
     assert main(["train", "--config", "configs/quick.toml", "--train.learning_rate"]) == 2
 
 

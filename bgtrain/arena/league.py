@@ -154,10 +154,9 @@ def format_table(league: LeagueResult) -> str:
 
 
 def write_json(league: LeagueResult, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(league.as_dict(), indent=2) + "\n")
-    return path
+    from bgtrain.files import atomic_write
+
+    return atomic_write(path, json.dumps(league.as_dict(), indent=2) + "\n")
 
 
 # --- plots ------------------------------------------------------------------------------------------
@@ -224,7 +223,9 @@ def _write_png(league: LeagueResult, path: Path) -> Path:
     span = max(abs(r) + e for r, e in zip(ratings, errors)) * 1.35 + 0.05
     bars.set_xlim(-span, span)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    from bgtrain.files import atomic_write
+
+    atomic_write(path, lambda handle: figure.savefig(handle, dpi=110, format=Path(path).suffix.lstrip(".") or "png"))
     plt.close(figure)
     return path
 
@@ -306,6 +307,6 @@ def write_svg(league: LeagueResult, path: str | Path) -> Path:
         parts.append(f'<text x="{max(right, x1) + 8 if value >= 0 else min(left, x0) - 8}" y="{ey + 5}" '
                      f'text-anchor="{anchor}">{value:+.2f}</text>')
     parts.append("</svg>")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(parts) + "\n")
-    return path
+    from bgtrain.files import atomic_write
+
+    return atomic_write(path, "\n".join(parts) + "\n")

@@ -183,10 +183,9 @@ def format_match(match: MatMatch) -> str:
 
 
 def write_mat(path: str | Path, match: MatMatch) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(format_match(match))
-    return path
+    from bgtrain.files import atomic_write
+
+    return atomic_write(path, format_match(match))
 
 
 def game_actions(turns, a_seat: int, points_for_a: int, rules: Rules = STANDARD) -> tuple[MatAction, ...]:

@@ -67,6 +67,10 @@ def make_agent(
     if model:
         path = Path(model.group("path"))
         ply = int(model.group("ply") or 0)
+        from bgtrain.evaluator import MAX_PLY
+
+        if ply > MAX_PLY:  # refused before loading anything: it would not finish
+            raise ValueError(f"agent {text!r}: {ply}-ply is deeper than the evaluator searches (at most {MAX_PLY})")
         if model.group("suffix").lower() == "pt":
             return _checkpoint_agent(path, ply, text, rules, device, bearoff)
         return _onnx_agent(path, ply, text, rules, device, bearoff)

@@ -28,28 +28,37 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import torch
 
 from bgtrain.arena.duel import DuelResult, play_duel
 from bgtrain.arena.specs import SPEC_FORMS, make_agent
+from bgtrain.commands import (
+    add_device,
+    add_json_file,
+    add_seed,
+    add_threads,
+    add_variant,
+    apply_threads,
+    positive_int,
+)
+from bgtrain.files import atomic_write, check_output_directory, check_output_file
 from engine.variants import get_rules
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("agent_a", metavar="A", help="agent whose points per game are reported: " + "; ".join(SPEC_FORMS))
     parser.add_argument("agent_b", metavar="B", help="its opponent (same forms)")
-    parser.add_argument("--games", type=int, default=2000, help="games to play, rounded up to even (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="dice seed (default 0); the same seed gives the same dice")
-    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    parser.add_argument("--json", metavar="FILE", help="also write the result as one JSON object to FILE")
+    parser.add_argument("--games", type=positive_int, default=2000, help="games to play, rounded up to even (default 2000)")
+    add_seed(parser, help="dice seed (default 0); the same seed gives the same dice")
+    add_device(parser)
+    add_json_file(parser)
     parser.add_argument("--save-games", metavar="DIR", help="write every game as Jellyfish .mat files into DIR")
     parser.add_argument("--cube", action="store_true", help="cubeful money play (default: cubeless)")
-    parser.add_argument("--match", type=int, metavar="N", help="play N-point matches with the Crawford rule")
-    parser.add_argument("--batch-pairs", type=int, default=16384, help="seat-swapped pairs played in lock-step")
-    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
-    parser.add_argument("--variant", default="backgammon", help="rules variant (engine.variants; default backgammon)")
+    parser.add_argument("--match", type=positive_int, metavar="N", help="play N-point matches with the Crawford rule")
+    parser.add_argument("--batch-pairs", type=positive_int, default=16384, help="seat-swapped pairs played in lock-step")
+    add_threads(parser)
+    add_variant(parser)
 
 
 def _report(mode: str, result, args: argparse.Namespace, device: torch.device, seconds: float) -> dict:
@@ -129,29 +138,23 @@ def run_cubeful(args: argparse.Namespace) -> int:
         report["saved_games"] = [str(path) for path in paths]
         print(f"  wrote {result.games:,} games to {len(paths)} .mat file(s) in {args.save_games}")
     if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=2) + "\n")
+        atomic_write(args.json, json.dumps(report, indent=2) + "\n")
     return 0
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.games < 1:
-        raise ValueError(f"--games must be at least 1, not {args.games}")
-    if args.batch_pairs < 1:
-        raise ValueError(f"--batch-pairs must be at least 1, not {args.batch_pairs}")
-    if args.threads is not None and args.threads < 1:
-        raise ValueError(f"--threads must be at least 1, not {args.threads}")
-    if args.match is not None and args.match < 1:
-        raise ValueError(f"--match must be a match length of at least 1 point, not {args.match}")
+    """What can be checked before any game: the options and the output paths."""
     if args.cube and args.match is not None:
         raise ValueError("--cube is for money play; matches (--match N) always use the cube")
+    if args.json:
+        check_output_file(args.json, "--json")
+    if args.save_games:
+        check_output_directory(args.save_games, "--save-games")
 
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    apply_threads(args)
     if args.cube or args.match is not None:
         return run_cubeful(args)
     device = torch.device(args.device)
@@ -171,8 +174,6 @@ def run(args: argparse.Namespace) -> int:
         report["saved_games"] = [str(path) for path in paths]
         print(f"  wrote {len(history):,} games to {len(paths)} .mat file(s) in {args.save_games}")
     if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=2) + "\n")
+        atomic_write(args.json, json.dumps(report, indent=2) + "\n")
     sys.stdout.flush()
     return 0

@@ -26,38 +26,22 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from bgtrain.bearoff_two_sided import exact_money_decision
-from bgtrain.commands.moves import parse_dice, parse_hand
-from bgtrain.cube import (
-    CubeState,
-    MatchGame,
-    MoneyGame,
-    TakeAction,
-    action_label,
-    cube_decision,
-    owner_from_match_id,
-)
+from bgtrain.commands import add_device, add_variant
+from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
 from bgtrain.cube.efficiency import cube_efficiency
-from bgtrain.evaluator import Evaluator, HintMove
+from bgtrain.evaluator import MAX_PLY, Evaluator, HintMove
 from bgtrain.outcomes import cubeless_equity
 from engine.board import mover_checkers_on_board, opponent_checkers_on_board
 from engine.drawing import draw_board
-from engine.match_id import decode_match_id
-from engine.position_id import (
-    POSITION_ID_LENGTH,
-    decode_position_id,
-    encode_position_id,
-    split_checkers_in_hand,
-    with_checkers_in_hand,
-)
+from engine.parsing import CubeSetting, parse_dice, parse_hand, parse_position
+from engine.position_id import encode_position_id, split_checkers_in_hand, with_checkers_in_hand
 from engine.rules import STANDARD, Rules
 from engine.variants import get_rules
-from engine.xgid import XGID_FIELDS, XGID_PREFIX, decode_xgid
 
 DEFAULT_MODEL = Path("checkpoints") / "bgtrain-default.pt"
 OUTCOME_NAMES = ("win", "win_gammon", "win_backgammon", "lose_gammon", "lose_backgammon")
@@ -66,11 +50,11 @@ OUTCOME_NAMES = ("win", "win_gammon", "win_backgammon", "lose_gammon", "lose_bac
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("position", metavar="POSITION", help="GNU Backgammon position ID or XGID")
     parser.add_argument("--dice", help="the roll to play, e.g. 31 or 3-1 (default: the XGID's roll, if any)")
-    parser.add_argument("--ply", type=int, default=0, help="search depth, GNU numbering (default 0)")
+    parser.add_argument("--ply", type=int, default=0, help=f"search depth, GNU numbering, 0 to {MAX_PLY} (default 0)")
     parser.add_argument("--model", help=f"checkpoint to evaluate with (default {DEFAULT_MODEL})")
-    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    add_device(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    parser.add_argument("--variant", help="rules variant (default: the one the model was trained for)")
+    add_variant(parser, default=None, help="rules variant (default: the one the model was trained for)")
     parser.add_argument("--hand", metavar="M,O", help="checkers still in hand, the player on roll's and the "
                         "opponent's (dutch, acey-deucey: a position ID counts only those on the board)")
     cube = parser.add_argument_group("cube and score (default: from the XGID or match ID, else a centred 1-cube)")
@@ -91,67 +75,17 @@ def default_model() -> Path:
     raise FileNotFoundError(f"no model: pass --model PATH (the default {DEFAULT_MODEL} does not exist)")
 
 
-@dataclass(frozen=True)
-class CubeSetting:
-    """The cube and score as the input wrote them (None: not said)."""
-
-    value: int | None = None
-    owner: str | None = None
-    match_length: int | None = None
-    score: tuple[int, int] | None = None  # (player on roll, opponent)
-    crawford: bool | None = None
-    jacoby: bool | None = None
-    beavers: bool | None = None
-
-
-def parse_position(text: str, rules: Rules = STANDARD) -> tuple[torch.Tensor, tuple[int, int] | None, str, CubeSetting]:
-    """(board ``int8[28]`` from the player on roll, the roll written in it or None, its kind, the cube
-    and score it carries)."""
-    text = text.strip()
-    if text.startswith(XGID_PREFIX) or text.count(":") == XGID_FIELDS - 1:
-        position = decode_xgid(text, rules)
-        dice = position.dice if position.dice != (0, 0) else None
-        setting = CubeSetting(
-            value=position.cube_value,
-            owner=position.cube_owner,
-            match_length=position.match_length,
-            score=(position.mover_score, position.opponent_score),
-            crawford=position.crawford,
-            jacoby=position.jacoby,
-            beavers=position.beaver,
-        )
-        return position.board_tensor(), dice, "xgid", setting
-    position_text, _, match_text = text.partition(":")
-    if len(position_text) == POSITION_ID_LENGTH and ":" not in match_text:
-        board = decode_position_id(position_text, rules)
-        if not match_text:
-            return board, None, "position_id", CubeSetting()
-        match = decode_match_id(match_text)
-        mover = match.player_on_roll
-        dice = match.dice if match.dice != (0, 0) else None
-        setting = CubeSetting(
-            value=match.cube_value,
-            owner=owner_from_match_id(match.cube_owner, mover),
-            match_length=match.match_length,
-            score=(match.score[mover], match.score[1 - mover]),
-            crawford=match.crawford,
-            jacoby=match.jacoby,
-        )
-        return board, dice, "position_id:match_id", setting
-    raise ValueError(
-        f"position {text!r} is neither a GNU Backgammon position ID ({POSITION_ID_LENGTH} characters, "
-        f"like 4HPwATDgc/ABMA, optionally followed by ':' and a match ID) nor an XGID "
-        f"({XGID_FIELDS} fields separated by ':')"
-    )
-
-
 def cube_and_game(args: argparse.Namespace, written: CubeSetting) -> tuple[CubeState, MoneyGame | MatchGame]:
     """The cube state and game (money or match) from the options, else from the input, else defaults."""
 
     def pick(option, value, default):
         return option if option is not None else (value if value is not None else default)
 
-    cube = CubeState(pick(args.cube, written.value, 1), pick(args.owner, written.owner, "centred"))
+    value, owner = pick(args.cube, written.value, 1), pick(args.owner, written.owner, "centred")
+    if value < 2 and owner != "centred":
+        # Nobody owns a cube that was never turned (the XGID reader refuses the same state).
+        raise ValueError(f"a cube of {value} is centred; --owner {owner} needs --cube 2 or more")
+    cube = CubeState(value, owner)
     length = pick(args.match, written.match_length, 0)
     if args.score is not None:
         mover, dash, opponent = args.score.partition("-")
@@ -220,12 +154,17 @@ def _probabilities(values) -> dict[str, float]:
 
 def build_report(args: argparse.Namespace) -> dict:
     """Everything the command shows, as plain data; sections appear in this order in text and JSON."""
-    if args.ply < 0:
-        raise ValueError(f"--ply must be >= 0, not {args.ply}")
+    if not 0 <= args.ply <= MAX_PLY:
+        raise ValueError(f"--ply {args.ply}: the search depth must be 0 to {MAX_PLY} (each ply costs about "
+                         "20 times the one before)")
     model = Path(args.model) if args.model else default_model()
+    if model.suffix.lower() in (".ts", ".torchscript"):
+        raise ValueError(f"--model {model}: TorchScript exports are for other programs (C++, Java, ...); "
+                         "give a bgtrain checkpoint (.pt) or an ONNX export (.onnx)")
     device = torch.device(args.device)
     evaluator = Evaluator.from_path(model, device, rules=get_rules(args.variant) if args.variant else None)
-    board, position_dice, kind, written = parse_position(args.position, evaluator.rules)
+    parsed = parse_position(args.position, evaluator.rules)
+    board, position_dice, kind, written = parsed.board, parsed.dice, parsed.kind, parsed.setting
     if args.hand:
         board = with_checkers_in_hand(board, parse_hand(args.hand, "--hand"), evaluator.rules)
     if mover_checkers_on_board(board) == 0 and opponent_checkers_on_board(board) == 0:
@@ -239,6 +178,7 @@ def build_report(args: argparse.Namespace) -> dict:
     report: dict = {
         "position": {
             "input": args.position,
+            "checkers_per_side": evaluator.rules.checkers_per_side,
             "format": kind,
             "position_id": encode_position_id(on_board),
             **({"in_hand": list(in_hand)} if evaluator.rules.start_in_hand else {}),
@@ -290,7 +230,7 @@ def _probability_columns(probabilities: dict[str, float]) -> str:
 
 def render_position(report: dict) -> list[str]:
     position = report["position"]
-    return [draw_board(position["board"], position["dice"]), ""]
+    return [draw_board(position["board"], position["dice"], checkers_per_side=position["checkers_per_side"]), ""]
 
 
 def render_evaluation(report: dict) -> list[str]:

@@ -18,6 +18,7 @@ import argparse
 import json
 
 from bgtrain.export import DEFAULT_FIRST_LAYER, FIRST_LAYERS, FORMATS, export_checkpoint
+from bgtrain.files import check_output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.bare and args.first_layer:
         raise ValueError("--first-layer applies to the encoder inside the graph; a --bare export has none")
+    check_output_file(args.output, "-o")
     metadata = export_checkpoint(args.checkpoint, args.output, args.format, args.bare, args.first_layer)
     counters = json.loads(metadata["training.counters"])
     print(f"wrote {args.output}: {args.format}, encoder {metadata['encoder.name']} v{metadata['encoder.version']}, "

@@ -23,29 +23,27 @@ import torch
 
 from bgtrain.arena.league import format_table, play_league, write_json, write_plot
 from bgtrain.arena.specs import SPEC_FORMS, make_agent
+from bgtrain.commands import add_device, add_seed, add_threads, add_variant, apply_threads, positive_int
+from bgtrain.files import check_output_directory
 from engine.variants import get_rules
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("agents", nargs="+", metavar="AGENT", help="two or more agents: " + "; ".join(SPEC_FORMS))
-    parser.add_argument("--games", type=int, default=2000, help="games per pair, rounded up to even (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="dice seed, the same for every pair (default 0)")
-    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--games", type=positive_int, default=2000, help="games per pair, rounded up to even (default 2000)")
+    add_seed(parser, help="dice seed, the same for every pair (default 0)")
+    add_device(parser)
     parser.add_argument("--out", default="league", help="directory for league.json and the plot (default ./league)")
-    parser.add_argument("--batch-pairs", type=int, default=16384, help="seat-swapped pairs played in lock-step")
-    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
-    parser.add_argument("--variant", default="backgammon", help="rules variant (engine.variants; default backgammon)")
+    parser.add_argument("--batch-pairs", type=positive_int, default=16384, help="seat-swapped pairs played in lock-step")
+    add_threads(parser)
+    add_variant(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     if len(args.agents) < 2:
         raise ValueError("a league needs at least two agents")
-    if args.games < 1:
-        raise ValueError(f"--games must be at least 1, not {args.games}")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be at least 1, not {args.threads}")
-        torch.set_num_threads(args.threads)
+    check_output_directory(args.out, "--out")
+    apply_threads(args)
     device = torch.device(args.device)
     rules = get_rules(args.variant)
     agents = [make_agent(spec, rules, device, seed=args.seed + k) for k, spec in enumerate(args.agents)]

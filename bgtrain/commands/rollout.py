@@ -32,13 +32,14 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.commands.eval import OUTCOME_NAMES, PROBABILITY_HEADER, default_model, parse_position
-from bgtrain.commands.moves import parse_dice
+from bgtrain.commands import add_device, add_seed, add_threads, apply_threads
+from bgtrain.commands.eval import OUTCOME_NAMES, PROBABILITY_HEADER, default_model
 from bgtrain.cube import CubeState
 from bgtrain.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings
 from bgtrain.rollout.chunks import DEFAULT_CHUNK, rollout_in_chunks
 from bgtrain.rollout.plays import rollout_plays
+from engine.parsing import parse_dice, parse_position
 from engine.position_id import encode_position_id, split_checkers_in_hand
 
 TARGET_CHUNK = 324  # a quarter of a complete stratification: four stopping checks per 1296 trials
@@ -58,10 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_CHUNK}, {TARGET_CHUNK} with --target-se; smaller chunks are smaller "
                         "batches, which run slower)")
     parser.add_argument("--no-variance-reduction", action="store_true", help="plain results, no luck correction")
-    parser.add_argument("--seed", type=int, default=0, help="dice seed (default 0)")
+    add_seed(parser, help="dice seed (default 0)")
     parser.add_argument("--model", help="checkpoint or .onnx model (default checkpoints/bgtrain-default.pt)")
-    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    parser.add_argument("--threads", type=int, help="torch CPU threads")
+    add_device(parser)
+    add_threads(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -88,8 +89,6 @@ def _settings(args: argparse.Namespace) -> RolloutSettings:
         raise ValueError(f"--target-se must be > 0, not {args.target_se}")
     if args.top < 1:
         raise ValueError(f"--top must be >= 1, not {args.top}")
-    if args.threads is not None and args.threads < 1:
-        raise ValueError(f"--threads must be >= 1, not {args.threads}")
     return RolloutSettings(ply=args.ply, truncate=args.truncate, variance_reduction=not args.no_variance_reduction,
                            cube=args.cube, jacoby=not args.no_jacoby)
 
@@ -102,19 +101,18 @@ def _cube(setting, text: str) -> CubeState:
 
 def build_report(args: argparse.Namespace) -> dict:
     settings = _settings(args)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_threads(args)
     model = Path(args.model) if args.model else default_model()
     device = torch.device(args.device)
     evaluator = Evaluator.from_path(model, device)
     parsed = [parse_position(text, evaluator.rules) for text in args.positions]
     dice = parse_dice(args.dice, "--dice") if args.dice else None
-    if dice is None and len(parsed) == 1 and parsed[0][1] is not None:
-        dice = parsed[0][1]  # an XGID with a roll: its plays, as bgtrain eval shows them
+    if dice is None and len(parsed) == 1 and parsed[0].dice is not None:
+        dice = parsed[0].dice  # an XGID with a roll: its plays, as bgtrain eval shows them
     if dice is not None and len(parsed) > 1:
         raise ValueError("--dice rolls out the plays of one position: give exactly one POSITION")
-    boards = torch.stack([board for board, *_ in parsed]).to(device)
-    cubes = [_cube(setting, text) for (_, _, _, setting), text in zip(parsed, args.positions)]
+    boards = torch.stack([position.board for position in parsed]).to(device)
+    cubes = [_cube(position.setting, text) for position, text in zip(parsed, args.positions)]
     chunk = args.chunk or (TARGET_CHUNK if args.target_se else DEFAULT_CHUNK)
     chunking = {"seed": args.seed, "trials": args.trials, "chunk": chunk, "target_error": args.target_se,
                 "progress": not args.quiet}

@@ -1,14 +1,21 @@
 """Train a value network by TD(lambda) self-play.
 
-    bgtrain train --config configs/default.toml [--out DIR] [--resume CKPT] [section.field=value ...]
+    bgtrain train --config configs/default.toml [--out DIR] [--overwrite] [section.field=value ...]
+    bgtrain train --resume DIR/latest.pt [--out DIR] [section.field=value ...]
 
 Overrides name any config field: ``--train.learning_rate 3e-4`` or ``train.total_games=20000``.
 The run directory (``run.out_dir/run.name``, or ``--out``) receives the resolved config, the command
-line, TensorBoard logs (``tensorboard --logdir DIR/tensorboard``), checkpoints under
-``checkpoints/`` plus ``latest.pt`` (with the full training state) and, at the end, ``final.pt``.
+line (``command.txt``, a block per start), TensorBoard logs (``tensorboard --logdir DIR/tensorboard``),
+checkpoints under ``checkpoints/`` plus ``latest.pt`` (with the full training state) and, at the end,
+``final.pt``. A directory that already holds a run is refused: resume it, give another ``--out``, or
+pass ``--overwrite`` to delete that run first. Only one process at a time trains in a directory.
 
-``--resume DIR/latest.pt`` continues a run exactly where its checkpoint left it, with the config
-stored in the checkpoint (overrides still apply, e.g. a larger ``train.total_games``).
+``--resume CKPT`` continues a run exactly where its checkpoint left it, in the run directory the
+checkpoint is in (``DIR`` for ``DIR/latest.pt`` and ``DIR/checkpoints/games_N.pt``) unless ``--out``
+names another, with the config stored in the checkpoint. Overrides that can apply take effect (e.g. a
+larger ``train.total_games``, the learning rate, evaluation and checkpoint settings); those that cannot
+(``run.variant``, ``run.seed``, ``model.*``, ``train.method``, ``train.optimizer``,
+``selfplay.games_in_parallel``) are refused by name.
 """
 
 from __future__ import annotations
@@ -17,93 +24,61 @@ import argparse
 import sys
 from pathlib import Path
 
-from bgtrain.checkpoint import load_checkpoint
-from bgtrain.config import config_from_dict, config_to_dict, load_config, parse_overrides
+from bgtrain.commands import add_device, add_seed, add_threads, add_variant, apply_threads
+from bgtrain.config import apply_overrides, config_from_dict, config_to_dict, load_config
+from bgtrain.files import check_output_directory
+
+# Config overrides (section.field=value, --section.field value) are taken out of the command line by
+# bgtrain.cli with bgtrain.config.split_overrides and arrive as args.config_overrides.
+CONFIG_OVERRIDES = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_flags(parser)
-    parser.add_argument("overrides", nargs=argparse.REMAINDER, help="section.field=value or --section.field value")
-
-
-def _add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML config file (e.g. configs/default.toml)")
-    parser.add_argument("--out", help="run directory (default: run.out_dir/run.name from the config)")
+    parser.add_argument("--out", help="run directory (default: run.out_dir/run.name from the config; "
+                        "on resume, the checkpoint's run directory)")
     parser.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
-    parser.add_argument("--device", help="shorthand for run.device=...")
-    parser.add_argument("--seed", type=int, help="shorthand for run.seed=...")
-    parser.add_argument("--variant", help="shorthand for run.variant=... (engine.variants)")
-    parser.add_argument("--threads", type=int, help="CPU threads for torch (1 is fastest on a shared machine)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the run already in the run directory (its checkpoints and logs are deleted)")
+    add_device(parser, default=None, help="shorthand for run.device=... (cpu, cuda, cuda:N)")
+    add_seed(parser, default=None, help="shorthand for run.seed=...")
+    add_variant(parser, default=None, help="shorthand for run.variant=... (engine.variants)")
+    add_threads(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def overrides_as_assignments(argv: list[str]) -> list[str]:
-    """``--section.field value`` and ``--section.field=value`` become ``section.field=value``: config
-    overrides are the only dotted options, and as assignments argparse never takes them for flags."""
-    out, index = [], 0
-    while index < len(argv):
-        token = argv[index]
-        name = token[2:].split("=", 1)[0]
-        if token.startswith("--") and "." in name:
-            if "=" in token:
-                out.append(token[2:])
-            elif index + 1 < len(argv):
-                out.append(f"{name}={argv[index + 1]}")
-                index += 1
-            else:
-                raise ValueError(f"override {token} has no value")
-        else:
-            out.append(token)
-        index += 1
-    return out
-
-
-def _flags_among_overrides(args: argparse.Namespace) -> argparse.Namespace:
-    """``argparse.REMAINDER`` also takes this command's own flags when they follow an override
-    (``bgtrain train --config X train.total_games=5 --no-progress``): read them back out of the
-    overrides, so that they work anywhere on the line."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, argument_default=argparse.SUPPRESS)
-    _add_flags(parser)
-    found, rest = parser.parse_known_args(args.overrides)
-    return argparse.Namespace(**{**vars(args), **vars(found), "overrides": rest})
-
-
 def resolve_config(args: argparse.Namespace):
-    overrides = list(args.overrides)
-    if args.device:
-        overrides.append(f"run.device={args.device}")
-    if args.seed is not None:
-        overrides.append(f"run.seed={args.seed}")
-    if args.variant:
-        overrides.append(f"run.variant={args.variant}")
-    if args.out:
-        out = Path(args.out)
-        overrides += [f"run.out_dir={out.parent.as_posix() or '.'}", f"run.name={out.name}"]
+    """The run's Config: the file's (or the checkpoint's on resume) with the overrides and shorthands."""
+    from bgtrain.run_directory import load_resume_checkpoint, resume_directory
+
+    overrides = list(getattr(args, "config_overrides", []))
+    for flag, key in ((args.device, "device"), (args.seed, "seed"), (args.variant, "variant")):
+        if flag is not None:
+            overrides.append(("run", key, str(flag)))
+    out = Path(args.out) if args.out else (resume_directory(args.resume) if args.resume else None)
+    if out is not None:
+        check_output_directory(out, "--out")
+        overrides += [("run", "out_dir", out.parent.as_posix() or "."), ("run", "name", out.name)]
     if args.resume:
         if args.config:
             raise ValueError("--resume continues with the config stored in the checkpoint; leave out --config "
                              "and change fields with overrides")
-        stored = config_to_dict(config_from_dict(load_checkpoint(args.resume)["config"]))
-        for section, key, text in parse_overrides(overrides):
-            from bgtrain.config import _override_value
-
-            stored.setdefault(section, {})[key] = _override_value(section, key, text)
-        return config_from_dict(stored)
+        if args.overwrite:
+            raise ValueError("--overwrite starts a new run; a resume continues one (leave out one of them)")
+        stored = config_to_dict(config_from_dict(load_resume_checkpoint(args.resume)["config"]))
+        return config_from_dict(apply_overrides(stored, overrides))
     if not args.config:
         raise ValueError("name a config with --config (e.g. configs/default.toml) or a run to --resume")
     return load_config(args.config, overrides)
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
     from bgtrain.train import train
 
-    args = _flags_among_overrides(args)
     config = resolve_config(args)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    final = train(config, resume=args.resume, progress=not args.no_progress, argv=["bgtrain", *sys.argv[1:]])
+    apply_threads(args)
+    final = train(config, resume=args.resume, progress=not args.no_progress, argv=getattr(args, "argv", ["bgtrain", *sys.argv[1:]]),
+                  overwrite=args.overwrite)
     print(f"final model: {final}")
     print(f"TensorBoard: tensorboard --logdir {config.run_dir / 'tensorboard'}")
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import io
 import json
-import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from bgtrain.export.format import (
     require_onnx,
 )
 from bgtrain.export.modules import BareModel, BoardModel
+from bgtrain.files import atomic_write
 from bgtrain.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from engine.board import flip_board
@@ -90,17 +90,6 @@ def _check(name: str, got: torch.Tensor, want: torch.Tensor) -> None:
                            f"(> {EXPORT_TOLERANCE:g}); not written")
 
 
-def _atomic_write(path: Path, data: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
-
-
 def export_model(network: ValueNetwork, payload: dict[str, Any], path: str | Path, file_format: str,
                  bare: bool = False, first_layer: str | None = None, rules: Rules = STANDARD,
                  source: str = "") -> dict[str, str]:
@@ -136,7 +125,7 @@ def export_model(network: ValueNetwork, payload: dict[str, Any], path: str | Pat
         _check_onnx(data, example, want, rules)
     else:
         data = _torchscript_bytes(module, example, metadata)
-    _atomic_write(path, data)
+    atomic_write(path, data)
     return metadata
 
 

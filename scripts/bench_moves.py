@@ -1,0 +1,92 @@
+"""`bgtrain moves` throughput: JSON lines per second over random reachable positions, end to end.
+
+    python scripts/bench_moves.py [--lines 20000] [--repeats 3] [--variant backgammon] [--threads 1]
+                                  [--compare OTHER_CHECKOUT]
+
+Writes ``--lines`` input lines (``<position-id> <dice>`` of seeded random-play positions, all
+different) to a file, runs ``python -m bgtrain.cli moves`` on it ``--repeats`` times in a fresh process
+(output to /dev/null) and prints the median lines per second, the time to the first output line, the
+peak memory of the process, and a checksum of the output (it changes if and only if the moves or
+their notation change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.position_id import encode_position_id
+from engine.random_play import sample_positions
+from engine.variants import get_rules
+
+
+def input_lines(count: int, variant: str, seed: int = 7) -> str:
+    rules = get_rules(variant)
+    boards, dice = sample_positions(count, seed, rules)
+    return "".join(f"{encode_position_id(board)} {a}{b}\n" for board, (a, b) in zip(boards.tolist(), dice.tolist()))
+
+
+def run_once(source: Path, variant: str, threads: int, root: Path = ROOT) -> tuple[float, float, str]:
+    """(seconds for all lines, seconds to the first line, sha256 of the output) of the bgtrain in ``root``."""
+    environment = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": str(threads)}
+    command = [sys.executable, "-m", "bgtrain.cli", "moves", "--variant", variant]
+    digest = hashlib.sha256()
+    with open(source, "rb") as stdin:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, cwd=root, env=environment)
+        first = process.stdout.readline()
+        first_seconds = time.perf_counter() - start
+        digest.update(first)
+        for chunk in iter(lambda: process.stdout.read(1 << 20), b""):
+            digest.update(chunk)
+        process.wait()
+        seconds = time.perf_counter() - start
+    if process.returncode:
+        raise SystemExit(f"bgtrain moves failed with status {process.returncode}")
+    return seconds, first_seconds, digest.hexdigest()[:16]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", type=int, default=20000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--variant", default="backgammon")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--compare", metavar="CHECKOUT", help="also time the bgtrain of another checkout, "
+                        "alternating runs, and print the ratio")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        source = Path(directory) / "lines.txt"
+        source.write_text(input_lines(args.lines, args.variant))
+        runs, others = [], []
+        for _ in range(args.repeats):
+            runs.append(run_once(source, args.variant, args.threads))
+            if args.compare:
+                others.append(run_once(source, args.variant, args.threads, Path(args.compare).resolve()))
+    seconds = statistics.median(run[0] for run in runs)
+    first = statistics.median(run[1] for run in runs)
+    checksums = {run[2] for run in runs}
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"bgtrain moves, {args.variant}, {args.lines:,} lines, {args.repeats} runs, {args.threads} thread(s):")
+    print(f"  {args.lines / seconds:,.0f} lines/s (median {seconds:.2f} s); first line after {first:.2f} s; "
+          f"peak memory {peak:,.0f} MiB")
+    print(f"  output checksum {' '.join(sorted(checksums))}")
+    if others:
+        other = statistics.median(run[0] for run in others)
+        print(f"  {args.compare}: {args.lines / other:,.0f} lines/s (median {other:.2f} s), checksum "
+              f"{' '.join(sorted({run[2] for run in others}))}; this checkout is {other / seconds:.2f} times as fast")
+
+
+if __name__ == "__main__":
+    main()
