@@ -19,6 +19,7 @@ COMMANDS = {
     "export": "Export a checkpoint as a self-describing ONNX or TorchScript file",
     "bench": "Play agent A against agent B (seat-swapped pairs) and report points per game with a 95 percent interval",
     "league": "Round robin between agents: a table of points per game, a rating per agent, JSON and a plot",
+    "benchmark": "Error rates of agents' checker play on the move-error benchmark (equity lost per decision x 1000)",
 }
 
 
