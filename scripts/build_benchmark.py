@@ -33,6 +33,7 @@ from bgtrain.benchmark.decisions import (
     DISPUTED,
     SELF_PLAY,
     SOURCES,
+    DecisionSet,
     classes_of,
     concatenate,
     content_hash,
@@ -42,7 +43,7 @@ from bgtrain.benchmark.decisions import (
     write_manifest,
 )
 from bgtrain.benchmark.labelling import GnubgReference, label_decisions
-from bgtrain.benchmark.sampling import choose_decisions, disputed, self_play_pool
+from bgtrain.benchmark.sampling import choose_decisions, disputed, repeated, self_play_pool
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,9 @@ def select(settings: BuildSettings, seed: int, path: Path) -> tuple[torch.Tensor
     probes = [make_agent(spec, seed=seed) for spec in settings.probes]
     hard = disputed(probes, board, dice)
     log(f"disputed in the pool: {dict(zip(CLASSES, torch.bincount(kind[hard], minlength=3).tolist()))}")
-    index, as_disputed = choose_decisions(kind, hard, settings.wanted, settings.disputed_fraction, seed)
+    is_repeat = repeated(board, dice)
+    log(f"{int(is_repeat.sum())} repeated decisions in the pool left out")
+    index, as_disputed = choose_decisions(kind, hard, settings.wanted, settings.disputed_fraction, seed, is_repeat)
     source = torch.where(as_disputed, DISPUTED, SELF_PLAY).to(torch.int8)
     chosen = (board[index], dice[index], source)
     buffer = io.BytesIO()
@@ -99,12 +102,49 @@ def select(settings: BuildSettings, seed: int, path: Path) -> tuple[torch.Tensor
     return chosen
 
 
+def decision_key(board: torch.Tensor, dice: torch.Tensor) -> bytes:
+    return board.to(torch.int8).numpy().tobytes() + dice.to(torch.int8).numpy().tobytes()
+
+
+def known_labels(directory: Path) -> dict[bytes, DecisionSet]:
+    """The labelled decisions in the shards of an earlier build's work directory, by position and roll."""
+    known = {}
+    for path in sorted(directory.glob("shard_*.npz")):
+        part = load_npz(path)
+        for index in range(len(part)):
+            known[decision_key(part.board[index], part.dice[index])] = part.select(torch.tensor([index]))
+    log(f"{len(known)} labelled decisions to reuse from {directory}")
+    return known
+
+
+def label_shard(board, dice, source, reference: GnubgReference, settings: BuildSettings,
+                known: dict[bytes, DecisionSet]) -> DecisionSet:
+    """The shard's decisions labelled; those in ``known`` (the same reference and settings: labels are
+    a function of position, roll and settings alone) are taken from there."""
+    keys = [decision_key(board[index], dice[index]) for index in range(board.shape[0])]
+    missing = torch.tensor([index for index, key in enumerate(keys) if key not in known], dtype=torch.int64)
+    fresh = None
+    if missing.numel():
+        fresh = label_decisions(board[missing], dice[missing], source[missing], reference, settings.reference_ply,
+                                settings.max_candidates, settings.threshold)
+    pieces, next_fresh = [], 0
+    for key in keys:
+        if key in known:
+            pieces.append(known[key])
+        else:
+            pieces.append(fresh.select(torch.tensor([next_fresh])))
+            next_fresh += 1
+    return dataclasses.replace(concatenate(pieces), source=source.to(torch.int8))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("bgtrain/data/benchmark"))
     parser.add_argument("--work", type=Path, default=None, help="shards and the chosen decisions (default OUT/work)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--reuse", type=Path, help="an earlier build's work directory whose labels are reused "
+                        "(same reference settings) for the decisions chosen again")
     for field in dataclasses.fields(BuildSettings):
         if field.type in ("int", "float"):
             parser.add_argument(f"--{field.name.replace('_', '-')}", type={"int": int, "float": float}[field.type], default=field.default)
@@ -119,14 +159,14 @@ def main() -> None:
     log(f"{board.shape[0]} decisions chosen ({time.time() - started:.0f} s)")
 
     reference = GnubgReference()
+    known = known_labels(args.reuse) if args.reuse else {}
     shards = []
     for number, start in enumerate(range(0, board.shape[0], settings.shard_size)):
         path = work / f"shard_{number:03d}.npz"
         if not path.is_file():
             began = time.time()
             part = slice(start, start + settings.shard_size)
-            labelled = label_decisions(board[part], dice[part], source[part], reference, settings.reference_ply,
-                                       settings.max_candidates, settings.threshold)
+            labelled = label_shard(board[part], dice[part], source[part], reference, settings, known)
             save_decisions(labelled, path)
             log(f"shard {number}: {len(labelled)} decisions, {labelled.candidate.shape[0]} candidates, "
                 f"{time.time() - began:.0f} s")

@@ -332,3 +332,37 @@ def test_cli_malformed_bm_is_one_line(tmp_path, capsys):
     assert main(["benchmark", "pubeval", "--data", str(bad)]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("bgtrain benchmark: error: bad.bm:1: a move line is")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Choosing the decisions
+
+
+def test_choose_decisions_mixes_disputed_and_a_random_sample_of_the_rest():
+    from bgtrain.benchmark.sampling import choose_decisions
+
+    generator = torch.Generator().manual_seed(0)
+    kind = torch.randint(0, 3, (6000,), generator=generator)
+    is_disputed = torch.rand(6000, generator=generator) < 0.4
+    is_repeat = torch.rand(6000, generator=generator) < 0.05
+    index, as_disputed = choose_decisions(kind, is_disputed, [800, 300, 500], 0.5, seed=1, is_repeat=is_repeat)
+    assert index.unique().numel() == index.numel() == 1600
+    assert not bool(is_repeat[index].any())
+    assert torch.bincount(kind[index], minlength=3).tolist() == [800, 300, 500]
+    assert bool(is_disputed[index[as_disputed]].all()) and int(as_disputed.sum()) == 800
+    # The rest is a sample of what remained: disputed in about the remaining share (0.4 of the pool
+    # with half the disputed ones taken: about 0.25), not none of them.
+    rest = index[~as_disputed]
+    share = float(is_disputed[rest].double().mean())
+    assert 0.18 < share < 0.32
+    again = choose_decisions(kind, is_disputed, [800, 300, 500], 0.5, seed=1, is_repeat=is_repeat)
+    assert torch.equal(again[0], index)
+
+
+def test_repeated_marks_later_occurrences_only():
+    from bgtrain.benchmark.sampling import repeated
+
+    board = random_boards(4, seed=2)
+    board = torch.cat([board, board[:2]])
+    dice = torch.tensor([[3, 1], [6, 1], [2, 2], [5, 4], [3, 1], [6, 2]], dtype=torch.int8)
+    assert repeated(board, dice).tolist() == [False, False, False, False, True, False]

@@ -45,6 +45,7 @@ from engine.rules import STANDARD
 KEY_LENGTH = 20
 KEY_LETTERS = "ABCDEFGHIJKLMNOP"
 SKIPPED_RECORDS = ("o", "s", "r")  # cube decisions, settings, seeds
+_MIX = 0x9E3779B97F4A7C15 % (1 << 62)  # an odd multiplier that spreads decision indices over the keys
 
 
 def encode_position_key(board) -> str:
@@ -128,23 +129,30 @@ def _sorted_within(counts: torch.Tensor, losses: torch.Tensor) -> torch.Tensor:
     return torch.argsort(owner * 1e6 + losses.double(), stable=True)
 
 
+def _keys(boards: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
+    """A 64-bit key per (decision, board) pair: a polynomial hash of the 28 counts mixed with the
+    decision's index (a collision could only let a wrong play through the check, never reject one)."""
+    powers = torch.tensor([pow(1_000_003, column, 1 << 62) for column in range(boards.shape[1])], dtype=torch.int64)
+    # int64 arithmetic wraps around, which a hash may do.
+    return (boards.to(torch.int64) * powers).sum(1) * 31 + owner.to(torch.int64) * _MIX
+
+
 def _check_legal(board, dice, candidate, counts, numbers, name: str) -> None:
-    """Every listed play must be a legal afterstate of its position, and listed once."""
+    """Every listed play must be a legal afterstate of its position, and listed once (batched: each
+    (decision, play) pair is looked up by its key among the (decision, legal afterstate) keys)."""
     afterstates = legal_afterstates(board, dice, STANDARD)
     owner = torch.repeat_interleave(torch.arange(counts.numel()), counts)
-    legal = torch.zeros(candidate.shape[0], dtype=torch.bool)
-    for decision in range(counts.numel()):  # a check on reading, not a hot path
-        rows = (owner == decision).nonzero(as_tuple=True)[0]
-        start, count = int(afterstates.offsets[decision]), int(afterstates.counts[decision])
-        plays = afterstates.boards[start:start + count]
-        legal[rows] = (candidate[rows].unsqueeze(1) == plays.unsqueeze(0)).all(-1).any(1)
-        if torch.unique(candidate[rows], dim=0).shape[0] != rows.numel():
-            raise ValueError(f"{name}:{numbers[decision]}: a play is listed twice")
+    keys = _keys(candidate, owner)
+    legal = torch.isin(keys, _keys(afterstates.boards, afterstates.position))
     if not bool(legal.all()):
         decision = int(owner[(~legal).nonzero()[0]])
         roll = dice[decision].tolist()
         raise ValueError(f"{name}:{numbers[decision]}: a listed play is not a legal play of position "
                          f"{encode_position_key(board[decision])} with {roll[0]}-{roll[1]}")
+    distinct, first = torch.unique(keys, return_counts=True)
+    if bool((first > 1).any()):
+        decision = int(owner[torch.isin(keys, distinct[first > 1]).nonzero()[0]])
+        raise ValueError(f"{name}:{numbers[decision]}: a play is listed twice")
 
 
 def read_bm(path: str | Path) -> DecisionSet:

@@ -87,19 +87,45 @@ def disputed(probes: Sequence[Agent], board: torch.Tensor, dice: torch.Tensor) -
     return differs
 
 
+def repeated(board: torch.Tensor, dice: torch.Tensor) -> torch.Tensor:
+    """Whether each decision (position and roll) already occurred earlier in the pool: ``bool[N]``
+    (self-play reaches the opening positions, and a few others, many times)."""
+    rows = torch.cat([board.to(torch.int8), dice.to(torch.int8)], dim=1)
+    _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    first = torch.full((int(inverse.max()) + 1,), rows.shape[0], dtype=torch.int64)
+    first = first.scatter_reduce(0, inverse, torch.arange(rows.shape[0]), "amin")
+    return first[inverse] != torch.arange(rows.shape[0])
+
+
 def choose_decisions(
-    kind: torch.Tensor, is_disputed: torch.Tensor, wanted: Sequence[int], disputed_fraction: float, seed: int
+    kind: torch.Tensor, is_disputed: torch.Tensor, wanted: Sequence[int], disputed_fraction: float, seed: int,
+    is_repeat: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices into the pool: per class ``wanted[c]`` decisions, ``disputed_fraction`` of them disputed
-    (as many as there are) and the rest drawn from the remaining pool. Returns ``(index int64[N],
-    chosen_as_disputed bool[N])``, in class order; seeded."""
+    (as many as there are) and the rest a random sample of the remaining pool; decisions marked in
+    ``is_repeat: bool[P]`` (see ``repeated``) are never chosen. Returns ``(index
+    int64[N], chosen_as_disputed bool[N])``, in class order; seeded.
+
+    The rest is sampled in two strata, the remaining disputed and the undisputed decisions, each in
+    proportion to its share of the remaining pool (a random sample, stratified). Not the first
+    decisions of the shuffled pool that were not taken as disputed: that prefix holds no disputed
+    decision at all, since the disputed ones there are exactly those already taken.
+    """
     generator = torch.Generator().manual_seed(seed)
     indices, flags = [], []
     for class_index, count in enumerate(wanted):
         members = (kind == class_index).nonzero(as_tuple=True)[0]
         members = members[torch.randperm(members.numel(), generator=generator)]
+        if is_repeat is not None:
+            members = members[~is_repeat[members]]
         hard = members[is_disputed[members]][: round(count * disputed_fraction)]
-        rest = members[~torch.isin(members, hard)][: count - hard.numel()]
+        left_disputed = members[is_disputed[members]][hard.numel():]
+        undisputed = members[~is_disputed[members]]
+        remaining = left_disputed.numel() + undisputed.numel()
+        wanted_rest = min(count - hard.numel(), remaining)
+        from_disputed = round(wanted_rest * left_disputed.numel() / max(remaining, 1))
+        from_disputed = max(min(from_disputed, left_disputed.numel()), wanted_rest - undisputed.numel())
+        rest = torch.cat([undisputed[: wanted_rest - from_disputed], left_disputed[:from_disputed]])
         indices += [hard, rest]
         flags += [torch.ones(hard.numel(), dtype=torch.bool), torch.zeros(rest.numel(), dtype=torch.bool)]
     return torch.cat(indices), torch.cat(flags)
