@@ -143,6 +143,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bgtrain/data/benchmark"))
     parser.add_argument("--work", type=Path, default=None, help="shards and the chosen decisions (default OUT/work)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--shards", metavar="FIRST:LAST", help="label only these shards (a second worker); the "
+                        "set is joined by a run that finds every shard done")
     parser.add_argument("--reuse", type=Path, help="an earlier build's work directory whose labels are reused "
                         "(same reference settings) for the decisions chosen again")
     for field in dataclasses.fields(BuildSettings):
@@ -160,9 +162,14 @@ def main() -> None:
 
     reference = GnubgReference()
     known = known_labels(args.reuse) if args.reuse else {}
+    first, last = (int(bound) for bound in args.shards.split(":")) if args.shards else (0, 1 << 30)
     shards = []
     for number, start in enumerate(range(0, board.shape[0], settings.shard_size)):
         path = work / f"shard_{number:03d}.npz"
+        if not first <= number <= last:
+            if path.is_file():
+                shards.append(load_npz(path))
+            continue
         if not path.is_file():
             began = time.time()
             part = slice(start, start + settings.shard_size)
@@ -171,6 +178,10 @@ def main() -> None:
             log(f"shard {number}: {len(labelled)} decisions, {labelled.candidate.shape[0]} candidates, "
                 f"{time.time() - began:.0f} s")
         shards.append(load_npz(path))
+    expected = -(-board.shape[0] // settings.shard_size)
+    if len(shards) < expected:
+        log(f"{len(shards)} of {expected} shards done; run again without --shards to join them")
+        return
     decisions = concatenate(shards)
     data_path = save_decisions(decisions, args.out / "benchmark.npz")
 
@@ -194,7 +205,6 @@ def main() -> None:
         "candidates": int(decisions.candidate.shape[0]),
         "counts": decisions.class_counts(),
         "sources": sources,
-        "build_seconds": round(time.time() - started),
     }
     write_manifest(data_path, manifest)
     log(f"wrote {data_path} ({data_path.stat().st_size} bytes): {manifest['counts']}, hash {manifest['content_sha256']}")
