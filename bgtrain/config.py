@@ -189,9 +189,15 @@ class EvaluationConfig:
     """Benchmark opponent: "pubeval" or "random" (uniformly random legal moves)."""
     seed: int = 12345
     """Seed of the evaluation dice, fixed so that successive evaluations play the same games."""
+    benchmark: bool = True
+    """Also score the network's 0-ply plays on the move-error benchmark (``bgtrain.benchmark``), logged
+    as ``eval/error_rate/contact|crashed|race`` (standard backgammon only)."""
+    benchmark_decisions: int = 1000
+    """Decisions per class the benchmark scores (a fixed sample; 0: all of them)."""
 
     def __post_init__(self) -> None:
         _positive("evaluation", "every_games", self.every_games, allow_zero=True)
+        _positive("evaluation", "benchmark_decisions", self.benchmark_decisions, allow_zero=True)
         _positive("evaluation", "games", self.games)
         if self.games % 2:
             raise ValueError(f"[evaluation] games = {self.games}: must be even (each deal is played twice)")

@@ -459,6 +459,10 @@ def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress
             run.strength["games"] = run.games
             run.strength["train_seconds"] = run.train_seconds
             _log_strength(log, run.strength, run.games)
+            if config.evaluation.benchmark:
+                from bgtrain.benchmark.scorer import log_error_rates
+
+                log_error_rates(log, run.network, run.rules, run.games, config.evaluation.benchmark_decisions)
             run.previous_network = copy.deepcopy(run.network).eval()
             next_evaluation = _next_multiple(run.games, config.evaluation.every_games)
             bar.set_postfix_str(_strength_text(run.strength).lstrip("; "))
