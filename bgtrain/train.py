@@ -121,6 +121,19 @@ def selfplay_turn(
     return turn, afterstates.boards[flat]
 
 
+def selfplay_step(network: ValueNetwork, state: State, rules: Rules, selfplay, dice, explore: torch.Generator):
+    """One lock-step turn of every game slot: each plays its choice (``selfplay_turn``), games cut at
+    ``selfplay.turn_limit`` are marked truncated, and finished games restart in their slots.
+    Returns ``(turn, the next state, finished: bool[G])``."""
+    turn, chosen = selfplay_turn(network, state, rules, selfplay.exploration_epsilon, explore)
+    state = play(state, chosen, rules, dice, turn.extra_roll)
+    truncated = ~state.game_over & (state.turn >= selfplay.turn_limit)
+    turn.truncated = truncated
+    finished = state.game_over | truncated
+    fresh = new_games(rules, state.batch_size, dice, state.device)
+    return turn, state.where(finished, fresh), finished
+
+
 # The outcome flip is affine: flip(p) = A p + b with A a signed permutation. Traces are gradients
 # of predictions, so they turn into the other side's view through A alone.
 _FLIP_ORDER = (0, 3, 4, 1, 2)
@@ -284,17 +297,11 @@ class Run:
         """One lock-step turn; returns the metrics of any update it made."""
         config = self.config
         self.network.eval()
-        turn, chosen = selfplay_turn(
-            self.network, self.state, self.rules, config.selfplay.exploration_epsilon, self.explore
+        turn, self.state, finished = selfplay_step(
+            self.network, self.state, self.rules, config.selfplay, self.dice, self.explore
         )
-        state = play(self.state, chosen, self.rules, self.dice, turn.extra_roll)
-        truncated = ~state.game_over & (state.turn >= config.selfplay.turn_limit)
-        turn.truncated = truncated
-        finished = state.game_over | truncated
         self.games += int(finished.sum())
         self.turns += 1
-        fresh = new_games(self.rules, state.batch_size, self.dice, self.device)
-        self.state = state.where(finished, fresh)
         metrics: dict[str, float] = {}
         learning_rate = learning_rate_at(config, self.games)
         if self.traces is not None:
@@ -314,6 +321,11 @@ class Run:
         boards = torch.cat([turn.board for turn in self.buffer[:ready]])
         target = torch.cat(targets)
         del self.buffer[:ready]
+        return self.learn(boards, target, learning_rate)
+
+    def learn(self, boards: torch.Tensor, target: torch.Tensor, learning_rate: float) -> dict[str, float]:
+        """Minibatch gradient steps of ``boards: int8[N, 28]`` towards ``target: float[N, 5]`` (one update)."""
+        train = self.config.train
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         self.network.train()

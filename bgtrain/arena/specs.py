@@ -73,11 +73,24 @@ def make_agent(
     raise _unknown(spec)
 
 
+def model_spec(spec: str) -> tuple[Path, str, int] | None:
+    """``(path, suffix "pt" or "onnx", ply)`` when ``spec`` names a model file, else None."""
+    model = _MODEL.match(spec.strip())
+    if not model:
+        return None
+    return Path(model.group("path")), model.group("suffix").lower(), int(model.group("ply") or 0)
+
+
 def _checkpoint_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
     from bgtrain.checkpoint import check_variant, load_network
 
     network, payload = load_network(path, device)
     check_variant(payload, rules, str(path))
+    return network_agent(network, ply, name, rules, bearoff)
+
+
+def network_agent(network, ply: int, name: str, rules: Rules, bearoff: bool = True) -> Agent:
+    """A value network's agent: 0-ply greedy play, or N-ply search with ``ply`` > 0."""
     if ply == 0:
         return GreedyValueAgent.from_network(network, name, rules)
     evaluator = _evaluator_module()
