@@ -353,6 +353,9 @@ class Run:
         self.network.eval()
         return {"loss": total_loss / steps, "td_error": total_error / steps, "learning_rate": learning_rate}
 
+    def close(self) -> None:
+        """Release what the run holds outside this process (nothing here; self-play actors elsewhere)."""
+
     # -- checkpoints ------------------------------------------------------------------------------
 
     def payload(self, with_training_state: bool = True) -> dict[str, Any]:
@@ -434,7 +437,12 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    run = Run.resume(resume, config) if resume else Run(config)
+    run_class = Run
+    if config.executor.mode != "local":
+        from bgtrain.distributed.selfplay import DistributedRun  # self-play actors and this learner
+
+        run_class = DistributedRun
+    run = run_class.resume(resume, config) if resume else run_class(config)
     run_dir = config.run_dir
     checkpoint_dir = run_dir / "checkpoints"
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -462,7 +470,7 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
         bar.update(min(run.games, total) - min(games_before, total))
         if metrics:
             for key, value in metrics.items():
-                namespace = "charts" if key == "learning_rate" else "losses"
+                namespace = "charts" if key in ("learning_rate", "staleness", "weights_version") else "losses"
                 writer.add_scalar(f"{namespace}/{key}", value, run.games)
         now = time.monotonic()
         if now - window_start >= 5.0:
@@ -491,6 +499,7 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
             last_checkpoint_time = time.monotonic()
     bar.close()
     writer.close()
+    run.close()
     final = run_dir / "final.pt"
     save_checkpoint(final, run.payload(with_training_state=False))
     return final
