@@ -19,10 +19,10 @@ import time
 
 import torch
 
+from bgtrain.config import load_config
 from bgtrain.distributed.duels import play_duel_chunked
 from bgtrain.distributed.executor import InProcessExecutor, WorkUnit, make_executor, run_tasks
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
-from bgtrain.config import load_config
 from bgtrain.network import ValueNetwork
 
 MODEL = "checkpoints/bgtrain-default.pt"
@@ -37,15 +37,6 @@ def _echo(prepared, task):
 
 
 ECHO = WorkUnit("echo", _nothing, _echo)
-
-
-def median_seconds(job, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = job()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def selfplay_job(executor, context, shards: int, slots: int, turns: int):
@@ -73,7 +64,7 @@ def main() -> None:
 
     print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
     os.environ.setdefault("PYTHONPATH", os.getcwd())
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
     config = load_config("configs/default.toml", [f"train.buffer_turns={16}"])
     torch.manual_seed(0)
     context = selfplay_context(ValueNetwork("tesauro198", (80,)), 0, config)
@@ -81,28 +72,39 @@ def main() -> None:
     def duel(executor):
         return play_duel_chunked(MODEL, "pubeval", args.games, seed=1, executor=executor, chunk_pairs=args.chunk_pairs)
 
-    rows = {}
-    local = InProcessExecutor()
-    duel(local)  # warm-up: compile
-    rows["in process"] = (median_seconds(lambda: duel(local), args.repeats),
-                          median_seconds(lambda: selfplay_job(local, context, args.shards, args.shard_games,
-                                                              args.shard_turns), args.repeats),
-                          median_seconds(lambda: list(run_tasks(local, ECHO, local.share(None),
-                                                                [(k, k) for k in range(args.overhead_tasks)])), 1)[0])
-    for workers in (1, 2):
-        executor = make_executor("ray", workers=workers)
-        duel(executor)  # warm-up on every worker
-        selfplay_job(executor, context, 2 * workers, args.shard_games, args.shard_turns)
-        rows[f"ray, {workers} worker{'s' if workers > 1 else ''}"] = (
-            median_seconds(lambda executor=executor: duel(executor), args.repeats),
-            median_seconds(lambda executor=executor: selfplay_job(executor, context, args.shards, args.shard_games,
-                                                                  args.shard_turns), args.repeats),
-            median_seconds(lambda executor=executor: list(run_tasks(executor, ECHO, executor.share(None),
-                                                                    [(k, k) for k in range(args.overhead_tasks)])),
-                           1)[0],
-        )
+    def measure(executor) -> dict:
+        return {
+            "bench": lambda: duel(executor),
+            "selfplay": lambda: selfplay_job(executor, context, args.shards, args.shard_games, args.shard_turns),
+            "echo": lambda: list(run_tasks(executor, ECHO, executor.share(None),
+                                           [(k, k) for k in range(args.overhead_tasks)])),
+        }
+
+    # Three executors live at once (the in-process one, 1 worker, 2 workers: Ray is told of 3 CPUs so
+    # that all three actors exist; an idle actor uses no CPU) and their runs are interleaved, so that
+    # a drifting load from other programs on the machine hits them alike.
+    executors = {"in process": InProcessExecutor(), "ray, 1 worker": make_executor("ray", workers=1),
+                 "ray, 2 workers": make_executor("ray", workers=2)}
+    for executor in executors.values():  # warm-up: every worker compiles the engine's kernels once
+        duel(executor)
+        selfplay_job(executor, context, 2 * executor.workers, args.shard_games, args.shard_turns)
+    times: dict[str, dict[str, list[float]]] = {name: {"bench": [], "selfplay": [], "echo": []} for name in executors}
+    results: dict[str, dict] = {name: {} for name in executors}
+    for _ in range(args.repeats):
+        for name, executor in executors.items():
+            for job_name, job in measure(executor).items():
+                start = time.perf_counter()
+                results[name][job_name] = job()
+                times[name][job_name].append(time.perf_counter() - start)
+    for executor in executors.values():
         executor.close()
     ray.shutdown()
+    rows = {
+        name: ((statistics.median(times[name]["bench"]), results[name]["bench"]),
+               (statistics.median(times[name]["selfplay"]), results[name]["selfplay"]),
+               statistics.median(times[name]["echo"]))
+        for name in executors
+    }
 
     print(f"bench: {MODEL} vs pubeval, {args.games} games in chunks of {args.chunk_pairs} pairs; self-play: "
           f"{args.shards} shards of {args.shard_games} games x {args.shard_turns} turns (198-80-5)")

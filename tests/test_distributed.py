@@ -140,6 +140,22 @@ def test_training_gives_the_same_weights_in_process_and_on_ray(cluster, tmp_path
         assert torch.equal(value, finals["ray"]["weights"][name]), name
 
 
+def test_a_distributed_training_run_resumes_where_it_stopped(tmp_path):
+    from bgtrain.train import train
+
+    settings = ["model.hidden=[8]", "selfplay.turn_limit=120", "train.buffer_turns=4", "train.minibatch_size=0",
+                "evaluation.every_games=0", "evaluation.games=2", "checkpoint.every_seconds=0.0",
+                "executor.mode=process", "executor.shard_games=8", "executor.shard_turns=64",
+                f"run.out_dir={tmp_path}", "run.name=resumed"]
+    train(load_config(None, [*settings, "train.total_games=8"]), progress=False)
+    first = torch.load(tmp_path / "resumed" / "latest.pt", weights_only=False)
+    shards = first["training"]["distributed"]["shards"]
+    assert shards >= 1 and first["counters"]["updates"] == shards
+    final = torch.load(train(load_config(None, [*settings, "train.total_games=16"]),
+                             resume=tmp_path / "resumed" / "latest.pt", progress=False), weights_only=False)
+    assert final["counters"]["games"] >= 16 and final["counters"]["updates"] > shards
+
+
 # --- faults -----------------------------------------------------------------------------------------------
 
 
