@@ -18,6 +18,7 @@ as a missing model file) is raised here as it was raised there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -169,6 +170,8 @@ class RayExecutor:
         if self.generations[slot] != generation:
             return  # already replaced
         self.generations[slot] += 1
+        with contextlib.suppress(Exception):  # it may be only unreachable: free its resources for the new one
+            self.ray.kill(self.actors[slot])
         self.actors[slot] = self._new_actor()
         self.outstanding[slot] = 0
         for entry in self.queue:
