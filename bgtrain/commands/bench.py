@@ -51,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-games", metavar="DIR", help="write every game as Jellyfish .mat files into DIR")
     parser.add_argument("--cube", action="store_true", help="cubeful money play (default: cubeless)")
     parser.add_argument("--match", type=int, metavar="N", help="play N-point matches with the Crawford rule")
-    parser.add_argument("--batch-pairs", type=int, default=512,
-                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step (default 512)")
+    parser.add_argument("--batch-pairs", type=int, default=2048,
+                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step (default 2048)")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
     parser.add_argument("--variant", default="backgammon", help="rules variant (engine.variants; default backgammon)")
     add_executor_arguments(parser)

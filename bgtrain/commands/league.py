@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="dice seed, the same for every pair (default 0)")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--out", default="league", help="directory for league.json and the plot (default ./league)")
-    parser.add_argument("--batch-pairs", type=int, default=512,
-                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step (default 512)")
+    parser.add_argument("--batch-pairs", type=int, default=2048,
+                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step (default 2048)")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
     parser.add_argument("--variant", default="backgammon", help="rules variant (engine.variants; default backgammon)")
     add_executor_arguments(parser)

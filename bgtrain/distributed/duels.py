@@ -70,7 +70,7 @@ def _combine(name_a: str, name_b: str, results: list[dict]) -> DuelResult:
 
 
 def play_league_chunked(specs: list[str], games: int, seed: int = 0, variant: str = "backgammon",
-                        executor: Executor | None = None, chunk_pairs: int = 512, work_dir=None,
+                        executor: Executor | None = None, chunk_pairs: int = 2048, work_dir=None,
                         agent_seeds: list[int] | None = None, progress=None) -> LeagueResult:
     """A round robin of the agents ``specs`` (``bgtrain.arena.specs``), every pairing ``games`` games on
     the dice of ``seed``; agent k's own randomness is seeded by ``agent_seeds[k]`` (default seed + k)."""
@@ -88,7 +88,7 @@ def play_league_chunked(specs: list[str], games: int, seed: int = 0, variant: st
 
 
 def play_duel_chunked(spec_a: str, spec_b: str, games: int, seed: int = 0, variant: str = "backgammon",
-                      executor: Executor | None = None, chunk_pairs: int = 512, work_dir=None,
+                      executor: Executor | None = None, chunk_pairs: int = 2048, work_dir=None,
                       history: list | None = None) -> DuelResult:
     """Agent ``spec_a`` against ``spec_b`` over ``games`` seat-swapped cubeless money games (A's own
     randomness seeded by ``seed``, B's by ``seed + 1``, as ``bgtrain bench`` does). ``history`` (a list,
