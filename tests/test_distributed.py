@@ -1,7 +1,7 @@
 """bgtrain.distributed: the same seeds give the same results in process and on Ray; workers that die
 and drivers that are killed lose nothing; bad addresses and missing Ray are one-line errors.
 
-One real single-node Ray cluster with 2 CPUs serves the whole module (Ray takes seconds to start);
+One real single-node Ray cluster with 2 CPUs serves the whole session (Ray takes seconds to start);
 the small batches here stay under the engine's compile threshold, so no worker compiles kernels.
 """
 
@@ -32,16 +32,22 @@ ray = pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster():
-    """A 2-CPU Ray cluster for this module; workers import this checkout's bgtrain."""
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    """A 2-CPU Ray cluster for the test session (started once: Ray takes seconds to start); its
+    workers import this checkout's bgtrain."""
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), path or ""])
     started = not ray.is_initialized()
     if started:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     if started:
         ray.shutdown()
+    if path is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = path
 
 
 @pytest.fixture(scope="module")
