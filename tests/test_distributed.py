@@ -281,3 +281,19 @@ def test_the_cli_reports_a_bad_address_in_one_line():
                           capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "no Ray cluster answers there" in done.stderr
+
+
+def test_bench_on_ray_from_the_command_line_matches_in_process(cluster, tmp_path):
+    """The CLI end to end: a second driver joins the session's cluster by its address."""
+    address = ray.get_runtime_context().gcs_address
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "BGTRAIN_COMPILE": "never"}
+    reports = {}
+    for name, extra in (("process", []), ("ray", ["--executor", "ray", "--address", address, "--workers", "2"])):
+        path = tmp_path / f"{name}.json"
+        subprocess.run([sys.executable, "-m", "bgtrain.cli", "bench", "pubeval", "random", "--games", "16",
+                        "--batch-pairs", "2", "--threads", "1", "--json", str(path), *extra],
+                       env=environment, check=True, capture_output=True)
+        reports[name] = json.loads(path.read_text())
+    assert reports["ray"]["executor"] == "ray"
+    same = ("points_per_game", "interval95", "a_win", "a_gammon", "b_win", "b_gammon", "games")
+    assert {k: reports["ray"][k] for k in same} == {k: reports["process"][k] for k in same}
