@@ -194,7 +194,7 @@ def fragile_unit():
 
 
 def test_a_worker_that_dies_mid_task_loses_nothing(cluster, fragile_unit, tmp_path):
-    executor = make_executor("ray", workers=2)
+    executor = make_executor("ray", workers=1)
     try:
         shared = executor.share({"flag_dir": str(tmp_path)})
         results = list(run_tasks(executor, fragile_unit, shared, [(k, {"value": k}) for k in range(8)], window=4))
@@ -206,7 +206,7 @@ def test_a_worker_that_dies_mid_task_loses_nothing(cluster, fragile_unit, tmp_pa
 
 
 def test_a_killed_actor_has_its_tasks_retried(cluster, fragile_unit, tmp_path):
-    executor = make_executor("ray", workers=2)
+    executor = make_executor("ray", workers=1)
     try:
         (tmp_path / "attempted_0").touch()  # no self-inflicted death here: the actor is killed from outside
         shared = executor.share({"flag_dir": str(tmp_path)})
