@@ -123,7 +123,8 @@ def all_positions(max_checkers: int = MAX_CHECKERS, device: torch.device | str =
     return ordered.to(device)
 
 
-def _roll_weights(device: torch.device) -> torch.Tensor:
+def roll_weights(device: torch.device | str = "cpu") -> torch.Tensor:
+    """The probability of each of ``ALL_ROLLS``: ``float64[21]`` (1/36 for doubles, 2/36 otherwise)."""
     return torch.tensor([1.0 if high == low else 2.0 for high, low in ALL_ROLLS], dtype=torch.float64,
                         device=device) / 36.0
 
@@ -164,7 +165,7 @@ def build_bearoff_database(max_checkers: int = MAX_CHECKERS, device: torch.devic
         print(f"  {afterstates:,} afterstates of {total:,} positions x 21 rolls "
               f"({time.perf_counter() - start:.1f} s)", file=sys.stderr)
 
-    weights = _roll_weights(device)
+    weights = roll_weights(device)
     expected = torch.zeros(total, dtype=torch.float64, device=device)
     expected_first = torch.zeros(total, dtype=torch.float64, device=device)
     rolls_off = torch.zeros(total, _MAX_ROLLS, dtype=torch.float64, device=device)
@@ -226,6 +227,36 @@ def _trim(distribution: torch.Tensor) -> torch.Tensor:
     return distribution[:, :used].contiguous()
 
 
+def home_boards(board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mover's, opponent's) checkers on their own points 1..6: ``int8[B, 28]`` -> ``int8[B, 6]`` each."""
+    mover = board[:, 1 : HOME_SIZE + 1].clamp(min=0)
+    # The opponent's point k is the mover's point 25 - k.
+    opponent = (-board[:, 25 - HOME_SIZE : 25]).clamp(min=0).flip(-1)
+    return mover, opponent
+
+
+def both_bearing_off(board: torch.Tensor, max_checkers: int) -> torch.Tensor:
+    """Both sides are bearing off with 1..``max_checkers`` checkers each: ``int8[B, 28]`` -> ``bool[B]``.
+
+    Every checker of each side on its own home points (none on the bar or in hand), at most
+    ``max_checkers`` of each on the board, and at least one (a side with none has already won).
+    """
+    # amax / amin over int8 columns: several times faster than any() over boolean masks on a CPU.
+    mover_home = board[:, HOME_SIZE + 1 : MOVER_IN_HAND + 1].amax(1) <= 0  # points 7..24, bar, in hand
+    opponent_home = board[:, OPPONENT_BAR : 25 - HOME_SIZE].amin(1) >= 0  # bar, the mover's 1..18
+    covered = mover_home & opponent_home & (board[:, OPPONENT_IN_HAND] == 0)
+    index = covered.nonzero(as_tuple=True)[0]  # usually few: count checkers on those only
+    if index.numel():
+        mover, opponent = home_boards(board[index])
+        mover_count = mover.sum(1, dtype=torch.int32)
+        opponent_count = opponent.sum(1, dtype=torch.int32)
+        covered[index] = (
+            (mover_count >= 1) & (mover_count <= max_checkers)
+            & (opponent_count >= 1) & (opponent_count <= max_checkers)
+        )
+    return covered
+
+
 class BearoffDatabase:
     """Roll-count distributions of every home-board position (module docstring) and their two-sided use.
 
@@ -254,38 +285,14 @@ class BearoffDatabase:
         return (self.rolls_off[rank(home)] * steps).sum(-1)
 
     def covers(self, board: torch.Tensor) -> torch.Tensor:
-        """Both sides are bearing off, within this database: ``int8[B, 28]`` -> ``bool[B]``.
-
-        Every checker of each side on its own home points (none on the bar or in hand), at most
-        ``max_checkers`` of each on the board, and at least one (a side with none has already won).
-        """
-        # amax / amin over int8 columns: several times faster than any() over boolean masks on a CPU.
-        mover_home = board[:, HOME_SIZE + 1 : MOVER_IN_HAND + 1].amax(1) <= 0  # points 7..24, bar, in hand
-        opponent_home = board[:, OPPONENT_BAR : 25 - HOME_SIZE].amin(1) >= 0  # bar, the mover's 1..18
-        covered = mover_home & opponent_home & (board[:, OPPONENT_IN_HAND] == 0)
-        index = covered.nonzero(as_tuple=True)[0]  # usually few: count checkers on those only
-        if index.numel():
-            mover, opponent = self._homes(board[index])
-            mover_count = mover.sum(1, dtype=torch.int32)
-            opponent_count = opponent.sum(1, dtype=torch.int32)
-            covered[index] = (
-                (mover_count >= 1) & (mover_count <= self.max_checkers)
-                & (opponent_count >= 1) & (opponent_count <= self.max_checkers)
-            )
-        return covered
-
-    @staticmethod
-    def _homes(board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mover's, opponent's) checkers on their own points 1..6: ``int8[B, 6]`` each."""
-        mover = board[:, 1 : HOME_SIZE + 1].clamp(min=0)
-        # The opponent's point k is the mover's point 25 - k.
-        opponent = (-board[:, 25 - HOME_SIZE : 25]).clamp(min=0).flip(-1)
-        return mover, opponent
+        """Both sides are bearing off, within this database: ``int8[B, 28]`` -> ``bool[B]``
+        (``both_bearing_off`` with this database's ``max_checkers``)."""
+        return both_bearing_off(board, self.max_checkers)
 
     def outcomes(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
         """The five outcome probabilities for the side to move of covered positions (``covers``):
         ``int8[B, 28]`` -> ``float32[B, 5]``. See the module docstring for the formulas."""
-        mover, opponent = (home.to(torch.int64) for home in self._homes(board))
+        mover, opponent = (home.to(torch.int64) for home in home_boards(board))
         mover_rank, opponent_rank = rank(mover), rank(opponent)
         mover_off = rules.checkers_per_side - mover.sum(1)
         opponent_off = rules.checkers_per_side - opponent.sum(1)

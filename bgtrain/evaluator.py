@@ -2,8 +2,9 @@
 
 An ``Evaluator`` wraps a value function (anything with ``evaluate(board) -> float[N, 5]`` for the side
 to move and ``evaluate_flipped(afterstates) -> float[N, 5]`` for the side to move next, e.g.
-``NetworkValue`` around a ``ValueNetwork``, or later an exported model), the rules, an optional
-one-sided bear-off database (``bgtrain.bearoff``) and a move filter. Probabilities follow
+``NetworkValue`` around a ``ValueNetwork``, or later an exported model), the rules, optional
+bear-off databases (the one-sided ``bgtrain.bearoff`` and the two-sided ``bgtrain.bearoff_two_sided``)
+and a move filter. Probabilities follow
 ``bgtrain.outcomes``: five cumulative probabilities for the SIDE TO MOVE, before its roll.
 
 Definitions (GNU Backgammon's numbering)
@@ -11,8 +12,10 @@ Definitions (GNU Backgammon's numbering)
 ``V_n(P)``, a position P with its side to move before the roll, evaluated at n-ply:
 
 * A finished game (the opponent has borne off all its checkers) is exact at every ply.
-* ``V_0(P)``: when both sides are bearing off within the database, the database's exact values
-  (``bgtrain.bearoff``); otherwise the value function, then ``clamp_outcomes`` (no gammon loss once a
+* ``V_0(P)``: when both sides are bearing off within the two-sided database (up to 6 checkers a
+  side), its exact values (``bgtrain.bearoff_two_sided``: both sides playing to win); else within the
+  one-sided database, its values (``bgtrain.bearoff``: exact for the play that minimises the expected
+  number of rolls); otherwise the value function, then ``clamp_outcomes`` (no gammon loss once a
   checker is off, no backgammon that the position rules out, cumulative order).
 * ``V_n(P)``, n >= 1: the average over the 21 rolls (weights 1/36 for doubles, 2/36 otherwise) of
   ``A_{n-1}(reply)``, where ``reply`` is the afterstate the side to move plays with that roll (below).
@@ -59,6 +62,7 @@ import torch
 
 from bgtrain.arena.agents import argmax_per_position
 from bgtrain.bearoff import ALL_ROLLS, BearoffDatabase, load_bearoff_database
+from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase, bearoff_outcomes, load_two_sided_database
 from bgtrain.checkpoint import check_variant, load_network, trained_variant
 from bgtrain.outcomes import NUM_OUTCOMES, clamp_outcomes, cubeless_equity, flip_outcomes, terminal_outcomes
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
@@ -142,43 +146,50 @@ class Evaluator:
         bearoff: BearoffDatabase | None = None,
         move_filter: MoveFilter = MoveFilter(),
         deep_replies: bool = False,
+        two_sided: TwoSidedBearoffDatabase | None = None,
     ) -> None:
         self.value = value
         self.rules = rules
         self.bearoff = bearoff
+        self.two_sided = two_sided
         self.move_filter = move_filter
         self.deep_replies = deep_replies
 
     @classmethod
     def from_network(cls, network, rules: Rules = STANDARD, bearoff: BearoffDatabase | str | Path | bool | None = True,
+                     two_sided: TwoSidedBearoffDatabase | str | Path | bool | None = None,
                      **settings) -> Evaluator:
         """An evaluator on a model with ``evaluate(board, rules)`` and ``evaluate_flipped(board, rules)``
-        (a ``ValueNetwork``, or an exported model). ``bearoff``: True for the cached database (built on
-        first use), a path, a database, or False/None for none. ``settings``: ``move_filter``,
-        ``deep_replies``."""
+        (a ``ValueNetwork``, or an exported model). ``bearoff``: True for the cached one-sided database
+        (built on first use), a path, a database, or False/None for none. ``two_sided``: likewise for
+        the two-sided database; None (the default) means the cached one when ``bearoff`` is True,
+        none otherwise. ``settings``: ``move_filter``, ``deep_replies``."""
         parameters = network.parameters() if hasattr(network, "parameters") else iter(())
         device = next(parameters, torch.empty(0)).device
-        return cls(NetworkValue(network, rules), rules, _bearoff(bearoff, device), **settings)
+        if two_sided is None:
+            two_sided = bearoff is True
+        return cls(NetworkValue(network, rules), rules, _bearoff(bearoff, device),
+                   two_sided=_two_sided(two_sided, device), **settings)
 
     @classmethod
     def from_path(cls, path: str | Path, device: torch.device | str = "cpu",
                   bearoff: BearoffDatabase | str | Path | bool | None = True, rules: Rules | None = None,
-                  **settings) -> Evaluator:
+                  two_sided: TwoSidedBearoffDatabase | str | Path | bool | None = None, **settings) -> Evaluator:
         """An evaluator on the network of a checkpoint file (``bgtrain.checkpoint``) or of an ONNX
         export (``.onnx``, through onnxruntime), for the variant it was trained on (``rules``, when
-        given, must be that one)."""
+        given, must be that one). ``bearoff`` and ``two_sided`` as for ``from_network``."""
         if Path(path).suffix.lower() == ".onnx":
             from bgtrain.export.onnx_reader import OnnxValueModel
 
             model = OnnxValueModel(path, device)
             if rules is not None and rules != model.rules:
                 raise ValueError(f"{path} was exported for {model.rules.name!r}, not for {rules.name!r}")
-            return cls.from_network(model, model.rules, bearoff, **settings)
+            return cls.from_network(model, model.rules, bearoff, two_sided, **settings)
         network, payload = load_network(path, device)
         trained = get_rules(trained_variant(payload))
         if rules is not None:
             check_variant(payload, rules, str(path))
-        return cls.from_network(network, trained, bearoff, **settings)
+        return cls.from_network(network, trained, bearoff, two_sided, **settings)
 
     def _check_ply(self, ply: int) -> int:
         ply = _check_ply(ply)
@@ -276,10 +287,9 @@ class Evaluator:
 
     def _static_positions_chunk(self, board: torch.Tensor) -> torch.Tensor:
         probs = clamp_outcomes(self.value.evaluate(board).to(torch.float32), board, self.rules)
-        if self.bearoff is not None:
-            covered = self.bearoff.covers(board)
-            if bool(covered.any()):
-                probs[covered] = self.bearoff.outcomes(board[covered], self.rules)
+        covered, values = self._bearoff_values(board)
+        if covered.numel():
+            probs[covered] = values
         over = self._game_over(board)
         if bool(over.any()):
             probs[over] = self._finished(board[over])
@@ -294,15 +304,17 @@ class Evaluator:
         # equals flipping the clamp on the next side's board, and no board needs flipping.
         probs = flip_outcomes(self.value.evaluate_flipped(afterstates).to(torch.float32))
         probs = clamp_outcomes(probs, afterstates, self.rules)
-        if self.bearoff is not None:
-            covered = self.bearoff.covers(afterstates)
-            if bool(covered.any()):
-                next_side = self.bearoff.outcomes(flip_board(afterstates[covered]), self.rules)
-                probs[covered] = flip_outcomes(next_side)
+        covered, next_side = self._bearoff_values(afterstates, flipped=True)
+        if covered.numel():
+            probs[covered] = flip_outcomes(next_side)
         won = _mover_finished(afterstates)
         if bool(won.any()):
             probs[won] = terminal_outcomes(winning_points(afterstates[won], self.rules), rules=self.rules)
         return probs
+
+    def _bearoff_values(self, board: torch.Tensor, flipped: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """``bgtrain.bearoff_two_sided.bearoff_outcomes`` with this evaluator's databases and rules."""
+        return bearoff_outcomes(board, self.rules, self.bearoff, self.two_sided, flipped)
 
     def _static_plays(self, afterstates: Afterstates) -> torch.Tensor:
         """``A_0`` of each play, for the mover: ``float32[N, 5]``. A play that earns an extra roll
@@ -457,6 +469,16 @@ def _check_ply(ply: int) -> int:
     if not isinstance(ply, int) or ply < 0:
         raise ValueError(f"ply must be a non-negative integer, not {ply!r}")
     return ply
+
+
+def _two_sided(two_sided, device) -> TwoSidedBearoffDatabase | None:
+    if two_sided is None or two_sided is False:
+        return None
+    if isinstance(two_sided, TwoSidedBearoffDatabase):
+        return two_sided.to(device)
+    if two_sided is True:
+        return load_two_sided_database(device=device)
+    return TwoSidedBearoffDatabase.load(two_sided, device)
 
 
 def _bearoff(bearoff, device) -> BearoffDatabase | None:

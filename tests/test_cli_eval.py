@@ -9,6 +9,8 @@ import torch
 
 import bgtrain.commands.eval as eval_command
 from bgtrain.bearoff import build_bearoff_database, default_path
+from bgtrain.bearoff_two_sided import build_two_sided_database
+from bgtrain.bearoff_two_sided import default_path as two_sided_default_path
 from bgtrain.checkpoint import save_checkpoint
 from bgtrain.cli import main
 from bgtrain.network import ValueNetwork
@@ -23,12 +25,18 @@ def small_database():
     return build_bearoff_database(3)
 
 
+@pytest.fixture(scope="module")
+def small_two_sided():
+    return build_two_sided_database(2)
+
+
 @pytest.fixture(autouse=True)
-def small_bearoff_cache(tmp_path, monkeypatch, small_database):
-    """A small bear-off database where the evaluator looks for the cached one, so that no test builds
+def small_bearoff_cache(tmp_path, monkeypatch, small_database, small_two_sided):
+    """Small bear-off databases where the evaluator looks for the cached ones, so that no test builds
     (or reads) the real cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     small_database.save(default_path())
+    small_two_sided.save(two_sided_default_path())
 
 
 def save_model(path, **model_changes):

@@ -48,7 +48,7 @@ def make_agent(
     bearoff: bool = True,
 ) -> Agent:
     """The agent ``spec`` names (see the module docstring). ``bearoff``: whether N-ply search uses the
-    exact bear-off database (built once into the cache on first use). Problems are ValueErrors or
+    exact bear-off databases (one- and two-sided, built once into the cache on first use). Problems are ValueErrors or
     FileNotFoundErrors with one clear line."""
     text = spec.strip()
     lowered = text.lower()
@@ -106,12 +106,15 @@ def _onnx_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: 
     if ply == 0:
         return GreedyValueAgent(lambda afterstates: model.evaluate_flipped(afterstates, rules), name, rules)
     evaluator = _evaluator_module()
-    database = None
+    database = two_sided = None
     if bearoff:
         from bgtrain.bearoff import load_bearoff_database
+        from bgtrain.bearoff_two_sided import load_two_sided_database
 
         database = load_bearoff_database(device=device)
-    return evaluator.Evaluator(evaluator.NetworkValue(model, rules), rules, database).agent(ply, name)
+        two_sided = load_two_sided_database(device=device)
+    value = evaluator.NetworkValue(model, rules)
+    return evaluator.Evaluator(value, rules, database, two_sided=two_sided).agent(ply, name)
 
 
 def _evaluator_module():

@@ -11,7 +11,8 @@ The cube decision for the player on roll (No double / Double, take / Double, pas
 equities and the cost of each wrong choice) uses the cube and score written in the XGID or in a GNU
 ``positionID:matchID`` pair, or the options: ``--cube 2 --owner mover``, ``--match 7 --score 2-4
 [--crawford]`` (the player on roll's score first), ``--no-jacoby``, ``--beavers``. It is Janowski's
-cubeful equity on the probabilities of the chosen ply (``bgtrain.cube``).
+cubeful equity on the probabilities of the chosen ply (``bgtrain.cube``), except for money play in
+bear-offs of up to 6 checkers a side, where it is exact (``bgtrain.bearoff_two_sided``).
 
 ``--ply N`` searches N plies deep (GNU Backgammon's numbering: 0 is the network alone; 1 and 2 take
 a fraction of a second; every further ply costs about 20 times more). ``--model`` defaults to
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from bgtrain.bearoff_two_sided import exact_money_decision
 from bgtrain.commands.moves import parse_dice, parse_hand
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
 from bgtrain.cube.efficiency import cube_efficiency
@@ -162,10 +164,14 @@ def cube_and_game(args: argparse.Namespace, written: CubeSetting) -> tuple[CubeS
     return cube, MatchGame(length, score=score, crawford=crawford)
 
 
-def cube_report(probabilities: torch.Tensor, board: torch.Tensor, cube: CubeState, game) -> dict:
-    """The cube decision of the player on roll from its outcome probabilities ``float[5]``."""
-    efficiency = cube_efficiency(board.unsqueeze(0).cpu())
-    decision = cube_decision(probabilities.unsqueeze(0).double().cpu(), cube, game, efficiency)
+def cube_report(probabilities: torch.Tensor, board: torch.Tensor, cube: CubeState, game,
+                two_sided=None, rules: Rules = STANDARD) -> dict:
+    """The cube decision of the player on roll from its outcome probabilities ``float[5]``; exact from
+    the two-sided bear-off database ``two_sided`` where it covers the position (money play)."""
+    decision = exact = exact_money_decision(two_sided, board.unsqueeze(0), cube, game, rules)
+    if exact is None:
+        efficiency = cube_efficiency(board.unsqueeze(0).cpu())
+        decision = cube_decision(probabilities.unsqueeze(0).double().cpu(), cube, game, efficiency)
 
     def number(tensor) -> float | None:
         value = float(tensor[0])
@@ -175,6 +181,7 @@ def cube_report(probabilities: torch.Tensor, board: torch.Tensor, cube: CubeStat
         "game": ("money" if isinstance(game, MoneyGame) else
                  f"{game.length}-point match, {game.score[0]}-{game.score[1]}" + (", Crawford" if game.crawford else "")),
         "cube": {"value": cube.value, "owner": cube.owner},
+        "method": "janowski" if exact is None else "two-sided bear-off database",
         "efficiency": number(decision.efficiency),
         "action": action_label(int(decision.action[0]), cube),
         "response": TakeAction(int(decision.take[0])).name.lower(),
@@ -242,7 +249,7 @@ def build_report(args: argparse.Namespace) -> dict:
         "equity": round(float(cubeless_equity(probabilities, evaluator.rules)), 6),
     }
     if evaluator.rules.cube:  # acey-deucey has no doubling cube
-        report["cube"] = cube_report(probabilities, board, cube, game)
+        report["cube"] = cube_report(probabilities, board, cube, game, evaluator.two_sided, evaluator.rules)
     if dice:
         roll = torch.tensor([dice], dtype=torch.int8, device=device)
         moves = evaluator.hint(boards, roll, args.ply)[0]
@@ -321,8 +328,9 @@ def render_cube(report: dict) -> list[str]:
     def show(value):
         return "   n/a" if value is None else f"{value:+.3f}"
 
+    method = "exact, two-sided bear-off database" if cube["efficiency"] is None else f"efficiency {cube['efficiency']:.2f}"
     title = (f"Cube decision ({cube['game']}, cube {cube['cube']['value']} {cube['cube']['owner']}, "
-             f"efficiency {cube['efficiency']:.2f}; equities normalised to the cube):")
+             f"{method}; equities normalised to the cube):")
     lines = [title]
     for name, key in (("No double", "no_double"), ("Double, take", "double_take"), ("Double, pass", "double_pass")):
         lines.append(f"  {name:<14}{show(equities[key])}")
