@@ -1,7 +1,7 @@
 """Run configuration: frozen, typed dataclasses loaded from TOML, one documented field per knob.
 
 A config file has the sections ``[run]``, ``[model]``, ``[selfplay]``, ``[train]``, ``[evaluation]`` and
-``[checkpoint]``; every key is optional (the defaults below apply) and an unknown section or key, or a
+``[checkpoint]`` (and ``[executor]``, where self-play runs); every key is optional (the defaults below apply) and an unknown section or key, or a
 value of the wrong type, is a ValueError naming it. Command-line overrides name a field by
 ``section.field``: ``--train.learning_rate 0.05`` or ``train.learning_rate=0.05``; their values are
 read as TOML values (``[80, 40]``, ``true``, ``1e-3``), or as plain text for text fields.
@@ -221,6 +221,46 @@ class CheckpointConfig:
 
 
 @dataclass(frozen=True)
+class ExecutorConfig:
+    mode: str = "local"
+    """Where self-play runs: "local" (the learner plays its own games in lock step, ``bgtrain.train``),
+    "process" or "ray" (self-play actors send the learner shards of games played with the latest
+    weights they were sent, ``bgtrain.distributed.selfplay``; "process" runs them in this process on the
+    same schedule as "ray")."""
+    address: str = ""
+    """Ray cluster to join: "auto" or "HOST:PORT"; empty starts a private cluster on this machine."""
+    workers: int = 0
+    """Ray self-play actors; 0 is as many as the cluster's resources allow."""
+    worker_cpus: float = 1.0
+    """CPUs each actor reserves (and torch threads it runs)."""
+    worker_gpus: float = 0.0
+    """GPU each actor reserves, a fraction to share one GPU among several actors (then they play on it)."""
+    shard_games: int = 512
+    """Games each actor plays in lock step for one shard."""
+    shard_turns: int = 128
+    """Turns a shard records: shard_games x shard_turns positions, each with its lambda-return over the
+    next train.buffer_turns turns (which the actor also plays). A shard's games all start at the
+    opening, so it spans a few games per slot (a game lasts about 55 turns): at least 64."""
+    broadcast_every: int = 4
+    """Learner updates (one per shard) between two versions of the weights sent to the actors."""
+    max_in_flight: int = 0
+    """Shards asked for and not yet learned from; 0 is two per actor. Staleness (weights versions
+    between a shard's weights and the learner's) is at most ceil(max_in_flight / broadcast_every)."""
+
+    def __post_init__(self) -> None:
+        _choice("executor", "mode", self.mode, ("local", "process", "ray"))
+        _positive("executor", "workers", self.workers, allow_zero=True)
+        _positive("executor", "worker_cpus", self.worker_cpus)
+        _positive("executor", "worker_gpus", self.worker_gpus, allow_zero=True)
+        _positive("executor", "shard_games", self.shard_games)
+        if self.shard_turns < 64:
+            raise ValueError(f"[executor] shard_turns = {self.shard_turns}: must be at least 64 (a shard "
+                             "that is shorter than a game would finish no games)")
+        _positive("executor", "broadcast_every", self.broadcast_every)
+        _positive("executor", "max_in_flight", self.max_in_flight, allow_zero=True)
+
+
+@dataclass(frozen=True)
 class Config:
     run: RunConfig = field(default_factory=RunConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -228,6 +268,7 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
 
     @property
     def run_dir(self) -> Path:

@@ -114,6 +114,19 @@ def selfplay_turn(
     return turn, afterstates.boards[flat]
 
 
+def selfplay_step(network: ValueNetwork, state: State, rules: Rules, selfplay, dice, explore: torch.Generator):
+    """One lock-step turn of every game slot: each plays its choice (``selfplay_turn``), games cut at
+    ``selfplay.turn_limit`` are marked truncated, and finished games restart in their slots.
+    Returns ``(turn, the next state, finished: bool[G])``."""
+    turn, chosen = selfplay_turn(network, state, rules, selfplay.exploration_epsilon, explore)
+    state = play(state, chosen, rules, dice, turn.extra_roll)
+    truncated = ~state.game_over & (state.turn >= selfplay.turn_limit)
+    turn.truncated = truncated
+    finished = state.game_over | truncated
+    fresh = new_games(rules, state.batch_size, dice, state.device)
+    return turn, state.where(finished, fresh), finished
+
+
 # The outcome flip is affine: flip(p) = A p + b with A a signed permutation. Traces are gradients
 # of predictions, so they turn into the other side's view through A alone.
 _FLIP_ORDER = (0, 3, 4, 1, 2)
@@ -271,17 +284,11 @@ class Run:
         """One lock-step turn; returns the metrics of any update it made."""
         config = self.config
         self.network.eval()
-        turn, chosen = selfplay_turn(
-            self.network, self.state, self.rules, config.selfplay.exploration_epsilon, self.explore
+        turn, self.state, finished = selfplay_step(
+            self.network, self.state, self.rules, config.selfplay, self.dice, self.explore
         )
-        state = play(self.state, chosen, self.rules, self.dice, turn.extra_roll)
-        truncated = ~state.game_over & (state.turn >= config.selfplay.turn_limit)
-        turn.truncated = truncated
-        finished = state.game_over | truncated
         self.games += int(finished.sum())
         self.turns += 1
-        fresh = new_games(self.rules, state.batch_size, self.dice, self.device)
-        self.state = state.where(finished, fresh)
         metrics: dict[str, float] = {}
         learning_rate = learning_rate_at(config, self.games)
         if self.traces is not None:
@@ -301,6 +308,11 @@ class Run:
         boards = torch.cat([turn.board for turn in self.buffer[:ready]])
         target = torch.cat(targets)
         del self.buffer[:ready]
+        return self.learn(boards, target, learning_rate)
+
+    def learn(self, boards: torch.Tensor, target: torch.Tensor, learning_rate: float) -> dict[str, float]:
+        """Minibatch gradient steps of ``boards: int8[N, 28]`` towards ``target: float[N, 5]`` (one update)."""
+        train = self.config.train
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         self.network.train()
@@ -327,6 +339,9 @@ class Run:
         self.updates += 1
         self.network.eval()
         return {"loss": total_loss / steps, "td_error": total_error / steps, "learning_rate": learning_rate}
+
+    def close(self) -> None:
+        """Release what the run holds outside this process (nothing here; self-play actors elsewhere)."""
 
     # -- checkpoints ------------------------------------------------------------------------------
 
@@ -417,7 +432,12 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
     in_place = resume is not None and runs.resume_directory(resume).resolve() == config.run_dir.resolve()
     directory = runs.RunDirectory(config.run_dir).acquire(resuming=in_place, overwrite=overwrite)
     try:
-        run = Run.resume(resume, config) if resume else Run(config)
+        run_class = Run
+        if config.executor.mode != "local":
+            from bgtrain.distributed.selfplay import DistributedRun  # self-play actors and this learner
+
+            run_class = DistributedRun
+        run = run_class.resume(resume, config) if resume else run_class(config)
         directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
         return _train_loop(run, config, directory, progress, resumed=resume is not None)
     finally:
@@ -444,7 +464,7 @@ def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress
         bar.update(min(run.games, total) - min(games_before, total))
         if metrics:
             for key, value in metrics.items():
-                namespace = "charts" if key == "learning_rate" else "losses"
+                namespace = "charts" if key in ("learning_rate", "staleness", "weights_version") else "losses"
                 log.add_scalar(f"{namespace}/{key}", value, run.games)
         now = time.monotonic()
         if now - window_start >= 5.0:
@@ -476,6 +496,7 @@ def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress
             last_checkpoint_time = time.monotonic()
     bar.close()
     log.close()
+    run.close()
     return save_checkpoint(directory.path / "final.pt", run.payload(with_training_state=False))
 
 

@@ -110,8 +110,8 @@ def test_output_paths_that_are_files_are_refused_before_the_work(tmp_path, capsy
     def no_games(*args, **kwargs):
         raise AssertionError("the games were played before the output path was checked")
 
-    monkeypatch.setattr("bgtrain.commands.bench.play_duel", no_games)
-    monkeypatch.setattr("bgtrain.commands.league.play_league", no_games)
+    monkeypatch.setattr("bgtrain.commands.bench.play_duel_chunked", no_games)
+    monkeypatch.setattr("bgtrain.commands.league.play_league_chunked", no_games)
     refused(capsys, ["bench", "pubeval", "random", "--games", "2", "--save-games", str(a_file)], "--save-games", str(a_file))
     refused(capsys, ["bench", "pubeval", "random", "--games", "2", "--json", str(a_file / "r.json")], "--json",
             str(a_file / "r.json"))

@@ -173,16 +173,20 @@ def test_learning_rate_schedules(tmp_path):
 
 
 def test_pruning_keeps_the_newest_checkpoints(tmp_path):
-    from bgtrain.train import _checkpoint_name, _prune
+    """``keep_last`` newest checkpoints up to the current count survive; later ones (another run's, in a
+    reused directory) and other files are never touched; 0 keeps everything."""
+    from bgtrain.run_directory import RunDirectory, checkpoint_name
 
-    names = [_checkpoint_name(games) for games in (64, 128, 1024, 96, 100_000)]
+    directory = RunDirectory(tmp_path)
+    directory.checkpoints.mkdir(parents=True, exist_ok=True)
+    names = [checkpoint_name(games) for games in (64, 128, 1024, 96, 100_000)]
     for name in names + ["notes.txt"]:
-        (tmp_path / name).write_bytes(b"x")
-    _prune(tmp_path, 0)  # 0 keeps them all
-    assert len(list(tmp_path.glob("games_*.pt"))) == 5
-    _prune(tmp_path, 2)
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
-        [_checkpoint_name(1024), _checkpoint_name(100_000), "notes.txt"])
+        (directory.checkpoints / name).write_bytes(b"x")
+    directory.prune(2000, 0)  # 0 keeps them all
+    assert len(list(directory.checkpoints.glob("games_*.pt"))) == 5
+    directory.prune(2000, 2)
+    assert sorted(path.name for path in directory.checkpoints.iterdir()) == sorted(
+        [checkpoint_name(128), checkpoint_name(1024), checkpoint_name(100_000), "notes.txt"])
 
 
 def test_exploration_plays_the_seeded_random_choice(tmp_path):

@@ -150,6 +150,7 @@ def play_pairs(
     device,
     history: list[GameRecord] | None = None,
     first_pair: int = 0,
+    dice=None,
 ) -> torch.Tensor:
     """Points won by A in each game: ``int64[2 * pairs]``; game i and i + pairs share their dice.
 
@@ -158,10 +159,13 @@ def play_pairs(
     dropped from the batch, so the long tail of a few slow games costs little. The dice still come
     from the full mirrored stream (``_LiveDice``), so results do not depend on the compaction.
     With ``history`` (a list), a ``GameRecord`` per game is appended to it (slower: every turn is
-    copied to the host); ``first_pair`` numbers their pairs.
+    copied to the host); ``first_pair`` numbers their pairs. ``dice``: a mirrored dice source for
+    the ``2 * pairs`` games instead of ``MirroredDice(seed, pairs)``, e.g.
+    ``engine.keyed_dice.KeyedMirroredDice``, whose pair i's dice depend on ``(seed, first_pair + i)``
+    alone, so that chunks of pairs played anywhere give the games of one long run.
     """
     games = 2 * pairs
-    dice = MirroredDice(seed, pairs, device)
+    dice = MirroredDice(seed, pairs, device) if dice is None else dice
     state = new_games(rules, games, dice, device)
     a_seat = torch.cat([torch.zeros(pairs), torch.ones(pairs)]).to(device=device, dtype=torch.int8)
     first_seat = state.seat.clone()

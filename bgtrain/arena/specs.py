@@ -63,18 +63,27 @@ def make_agent(
         agent = GnubgAgent(int(gnubg.group("ply") or 0), rules)
         agent.name = text
         return agent
-    model = _MODEL.match(text)
+    model = model_spec(text)
     if model:
-        path = Path(model.group("path"))
-        ply = int(model.group("ply") or 0)
-        from bgtrain.evaluator import MAX_PLY
-
-        if ply > MAX_PLY:  # refused before loading anything: it would not finish
-            raise ValueError(f"agent {text!r}: {ply}-ply is deeper than the evaluator searches (at most {MAX_PLY})")
-        if model.group("suffix").lower() == "pt":
+        path, suffix, ply = model
+        if suffix == "pt":
             return _checkpoint_agent(path, ply, text, rules, device, bearoff)
         return _onnx_agent(path, ply, text, rules, device, bearoff)
     raise _unknown(spec)
+
+
+def model_spec(spec: str) -> tuple[Path, str, int] | None:
+    """``(path, suffix "pt" or "onnx", ply)`` when ``spec`` names a model file, else None. A depth the
+    evaluator cannot finish is refused here, before anything is loaded."""
+    from bgtrain.evaluator import MAX_PLY
+
+    model = _MODEL.match(spec.strip())
+    if not model:
+        return None
+    ply = int(model.group("ply") or 0)
+    if ply > MAX_PLY:
+        raise ValueError(f"agent {spec.strip()!r}: {ply}-ply is deeper than the evaluator searches (at most {MAX_PLY})")
+    return Path(model.group("path")), model.group("suffix").lower(), ply
 
 
 def _checkpoint_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
@@ -82,17 +91,17 @@ def _checkpoint_agent(path: Path, ply: int, name: str, rules: Rules, device, bea
 
     network, payload = load_network(path, device)
     check_variant(payload, rules, str(path))
-    return _model_agent(network, ply, name, rules, device, bearoff)
+    return network_agent(network, ply, name, rules, bearoff)
 
 
 def _onnx_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
     from bgtrain.export.onnx_reader import load_value_model
 
-    return _model_agent(load_value_model(path, device), ply, name, rules, device, bearoff)
+    return network_agent(load_value_model(path, device), ply, name, rules, bearoff)
 
 
-def _model_agent(model, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
-    """0-ply: the bare model, as self-play trains it (``GreedyValueAgent``, the same play as an
+def network_agent(model, ply: int, name: str, rules: Rules, bearoff: bool = True) -> Agent:
+    """A model's agent (a ``ValueNetwork`` or an exported model). 0-ply: the bare model, as self-play trains it (``GreedyValueAgent``, the same play as an
     ``Evaluator`` without clamps or database); N-ply: the evaluator's search, with its clamps and,
     when ``bearoff``, the exact bear-off database."""
     if ply == 0:

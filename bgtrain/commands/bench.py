@@ -8,7 +8,9 @@ Agents: ``random``, ``pubeval``, ``PATH.pt[:Nply]`` (a checkpoint), ``PATH.onnx[
 
 By default: cubeless money games, gammons and backgammons counted. Every dice sequence is played twice
 with the seats swapped (``bgtrain.arena.duel``), so N is rounded up to even and the interval is over
-the N/2 pair means. Printed: A's points per game with its 95% interval, the win, gammon and backgammon
+the N/2 pair means. The pairs are played in chunks of ``--batch-pairs``, each a seeded unit of work
+(``bgtrain.distributed.duels``): pair i's dice depend on (seed, i) alone, so ``--executor ray`` on a
+cluster gives the same result as this process, and ``--work-dir DIR`` resumes a killed run. Printed: A's points per game with its 95% interval, the win, gammon and backgammon
 rates of both sides, and games per second. ``--json FILE`` writes the same as one JSON object.
 ``--save-games DIR`` also writes every game as Jellyfish ``.mat`` files (``bgtrain.arena.matfile``) that GNU
 Backgammon and eXtreme Gammon import (this costs about 20 ms per game): money sessions of 100 games
@@ -31,7 +33,7 @@ import time
 
 import torch
 
-from bgtrain.arena.duel import DuelResult, play_duel
+from bgtrain.arena.duel import DuelResult
 from bgtrain.arena.specs import SPEC_FORMS, make_agent
 from bgtrain.commands import (
     add_device,
@@ -42,6 +44,8 @@ from bgtrain.commands import (
     apply_threads,
     positive_int,
 )
+from bgtrain.distributed.duels import play_duel_chunked
+from bgtrain.distributed.executor import add_executor_arguments, executor_from_args
 from bgtrain.files import atomic_write, check_output_directory, check_output_file
 from engine.variants import get_rules
 
@@ -56,9 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-games", metavar="DIR", help="write every game as Jellyfish .mat files into DIR")
     parser.add_argument("--cube", action="store_true", help="cubeful money play (default: cubeless)")
     parser.add_argument("--match", type=positive_int, metavar="N", help="play N-point matches with the Crawford rule")
-    parser.add_argument("--batch-pairs", type=positive_int, default=16384, help="seat-swapped pairs played in lock-step")
+    parser.add_argument("--batch-pairs", type=positive_int, default=2048,
+                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step (default 2048)")
     add_threads(parser)
     add_variant(parser)
+    add_executor_arguments(parser)
 
 
 def _report(mode: str, result, args: argparse.Namespace, device: torch.device, seconds: float) -> dict:
@@ -68,6 +74,7 @@ def _report(mode: str, result, args: argparse.Namespace, device: torch.device, s
         **result.as_dict(),
         "seed": args.seed,
         "device": str(device),
+        "executor": getattr(args, "executor", "process"),
         "threads": torch.get_num_threads(),
         "seconds": round(seconds, 3),
         "games_per_second": round(result.games / max(seconds, 1e-9), 1),
@@ -150,6 +157,8 @@ def _check(args: argparse.Namespace) -> None:
         check_output_file(args.json, "--json")
     if args.save_games:
         check_output_directory(args.save_games, "--save-games")
+    if (args.cube or args.match is not None) and (args.executor != "process" or args.work_dir):
+        raise ValueError("--cube and --match play in this process: leave out --executor ray and --work-dir")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -159,11 +168,14 @@ def run(args: argparse.Namespace) -> int:
         return run_cubeful(args)
     device = torch.device(args.device)
     rules = get_rules(args.variant)
-    agent_a = make_agent(args.agent_a, rules, device, seed=args.seed)
-    agent_b = make_agent(args.agent_b, rules, device, seed=args.seed + 1)
     history = [] if args.save_games else None
+    executor = executor_from_args(args)
     start = time.perf_counter()
-    result = play_duel(agent_a, agent_b, args.games, args.seed, rules, device, args.batch_pairs, history)
+    try:
+        result = play_duel_chunked(args.agent_a, args.agent_b, args.games, args.seed, rules.name, executor,
+                                   args.batch_pairs, args.work_dir, history)
+    finally:
+        executor.close()
     seconds = time.perf_counter() - start
     print(format_result(result, seconds))
     report = _report("money_cubeless", result, args, device, seconds)

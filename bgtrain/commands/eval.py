@@ -161,6 +161,7 @@ def build_report(args: argparse.Namespace) -> dict:
     if model.suffix.lower() in (".ts", ".torchscript"):
         raise ValueError(f"--model {model}: TorchScript exports are for other programs (C++, Java, ...); "
                          "give a bgtrain checkpoint (.pt) or an ONNX export (.onnx)")
+    cube_and_game(args, CubeSetting())  # the options alone, checked before the model and its databases load
     device = torch.device(args.device)
     evaluator = Evaluator.from_path(model, device, rules=get_rules(args.variant) if args.variant else None)
     parsed = parse_position(args.position, evaluator.rules)

@@ -2,7 +2,9 @@
 
     bgtrain league A B C ... --games N [--seed S] [--device D] [--out DIR] [--threads T]
 
-Every pair of agents plays N seat-swapped cubeless money games on the same dice (``bgtrain.arena.league``).
+Every pair of agents plays N seat-swapped cubeless money games on the same dice (``bgtrain.arena.league``),
+in chunks of ``--batch-pairs`` pairs, each a seeded unit of work (``bgtrain.distributed.duels``): the
+same in this process and on a Ray cluster (``--executor ray``), resumable with ``--work-dir DIR``.
 Printed: the matrix of points per game (row agent against column agent, ± 95%) and a rating per
 agent (weighted least squares on points per game: the rating difference of two agents predicts their
 points per game; ratings sum to zero). Written to DIR (default ``league``): ``league.json`` with
@@ -19,11 +21,11 @@ import argparse
 import time
 from pathlib import Path
 
-import torch
-
-from bgtrain.arena.league import format_table, play_league, write_json, write_plot
-from bgtrain.arena.specs import SPEC_FORMS, make_agent
+from bgtrain.arena.league import format_table, write_json, write_plot
+from bgtrain.arena.specs import SPEC_FORMS
 from bgtrain.commands import add_device, add_seed, add_threads, add_variant, apply_threads, positive_int
+from bgtrain.distributed.duels import play_league_chunked
+from bgtrain.distributed.executor import add_executor_arguments, executor_from_args
 from bgtrain.files import check_output_directory
 from engine.variants import get_rules
 
@@ -34,9 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_seed(parser, help="dice seed, the same for every pair (default 0)")
     add_device(parser)
     parser.add_argument("--out", default="league", help="directory for league.json and the plot (default ./league)")
-    parser.add_argument("--batch-pairs", type=positive_int, default=16384, help="seat-swapped pairs played in lock-step")
+    parser.add_argument("--batch-pairs", type=positive_int, default=2048,
+                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step (default 2048)")
     add_threads(parser)
     add_variant(parser)
+    add_executor_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,15 +48,18 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("a league needs at least two agents")
     check_output_directory(args.out, "--out")
     apply_threads(args)
-    device = torch.device(args.device)
     rules = get_rules(args.variant)
-    agents = [make_agent(spec, rules, device, seed=args.seed + k) for k, spec in enumerate(args.agents)]
+    executor = executor_from_args(args)
     start = time.perf_counter()
 
     def progress(result) -> None:
         print(f"  {result.summary()}", flush=True)
 
-    league = play_league(agents, args.games, args.seed, rules, device, args.batch_pairs, progress)
+    try:
+        league = play_league_chunked(args.agents, args.games, args.seed, rules.name, executor, args.batch_pairs,
+                                     args.work_dir, [args.seed + k for k in range(len(args.agents))], progress)
+    finally:
+        executor.close()
     seconds = time.perf_counter() - start
     print()
     print(format_table(league))

@@ -1,0 +1,163 @@
+"""Benchmark duels and leagues as jobs of seeded chunks, on any executor, resumable from shards.
+
+A duel of ``games`` games is ``ceil(games / 2)`` seat-swapped pairs cut into chunks of
+``chunk_pairs`` pairs (``bgtrain.distributed.work.DUEL_CHUNK``). Pair i is played on the dice of
+``(seed, i)`` whichever chunk it falls in and wherever that chunk runs, so the result is the same in
+process and on a cluster, and for deterministic agents it does not depend on the chunk size either.
+A league is every pairing's chunks in one job (all pairings on the same dice, as
+``bgtrain.arena.league`` does), so a cluster works on several pairings at once.
+
+With a work directory, each chunk's points are written as a shard when they arrive
+(``bgtrain.distributed.shards``); the same command run again reads the shards it finds and plays only
+the missing chunks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+import torch
+
+from bgtrain.arena.duel import DuelResult, summarise
+from bgtrain.arena.league import LeagueResult, fit_ratings
+from bgtrain.distributed.executor import Executor, InProcessExecutor, Shared, WorkUnit, run_tasks
+from bgtrain.distributed.shards import ShardStore
+from bgtrain.distributed.work import DUEL_CHUNK, agent_recipe, play_chunk
+from engine.variants import get_rules
+
+
+def run_sharded(executor: Executor, unit: WorkUnit, shared: Shared, tasks: Iterable[tuple[int, dict]],
+                store: ShardStore | None = None, on_result: Callable[[int, dict], None] | None = None) -> dict[int, dict]:
+    """Every task's result by its index: read from ``store`` where its shard exists, else run (at most
+    ``executor.window`` at a time) and written to ``store`` as it arrives. ``on_result(index, result)``
+    is called for each, in index order of the tasks."""
+    tasks = list(tasks)
+    results: dict[int, dict] = {}
+    done = store.done() if store is not None else set()
+    todo = []
+    for index, task in tasks:
+        if index in done:
+            results[index] = store.read(index)
+        else:
+            todo.append((index, task))
+    fresh = run_tasks(executor, unit, shared, todo)
+    for index, _ in tasks:
+        if index not in results:
+            key, result = next(fresh)
+            assert key == index, "results come back in submission order"
+            if store is not None:
+                store.write(index, result)
+            results[index] = result
+        if on_result is not None:
+            on_result(index, results[index])
+    return results
+
+
+def chunk_bounds(games: int, chunk_pairs: int) -> list[tuple[int, int]]:
+    """``(first_pair, pairs)`` of each chunk of a duel of ``games`` games (rounded up to even)."""
+    if games < 1 or chunk_pairs < 1:
+        raise ValueError(f"a duel needs at least one game and one pair per chunk, not {games} and {chunk_pairs}")
+    pairs = math.ceil(games / 2)
+    return [(first, min(chunk_pairs, pairs - first)) for first in range(0, pairs, chunk_pairs)]
+
+
+def _combine(name_a: str, name_b: str, results: list[dict]) -> DuelResult:
+    # torch.tensor copies: results from Ray are read-only arrays.
+    first = torch.cat([torch.tensor(result["first"], dtype=torch.int64) for result in results])
+    second = torch.cat([torch.tensor(result["second"], dtype=torch.int64) for result in results])
+    return summarise(name_a, name_b, first, second)
+
+
+def play_league_chunked(specs: list[str], games: int, seed: int = 0, variant: str = "backgammon",
+                        executor: Executor | None = None, chunk_pairs: int = 2048, work_dir=None,
+                        agent_seeds: list[int] | None = None, progress=None) -> LeagueResult:
+    """A round robin of the agents ``specs`` (``bgtrain.arena.specs``), every pairing ``games`` games on
+    the dice of ``seed``; agent k's own randomness is seeded by ``agent_seeds[k]`` (default seed + k)."""
+    names = [spec.strip() for spec in specs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"agent {duplicates[0]!r} is named twice: a league needs different agents")
+    if len(names) < 2:
+        raise ValueError("a league needs at least two agents")
+    pairings = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
+    matches = _play_pairings(names, pairings, games, seed, variant, executor, chunk_pairs, work_dir,
+                             agent_seeds, progress, kind="league")
+    ratings, intervals = fit_ratings(names, matches)
+    return LeagueResult(tuple(names), tuple(matches), tuple(ratings), tuple(intervals), matches[0].games, seed)
+
+
+def play_duel_chunked(spec_a: str, spec_b: str, games: int, seed: int = 0, variant: str = "backgammon",
+                      executor: Executor | None = None, chunk_pairs: int = 2048, work_dir=None,
+                      history: list | None = None) -> DuelResult:
+    """Agent ``spec_a`` against ``spec_b`` over ``games`` seat-swapped cubeless money games (A's own
+    randomness seeded by ``seed``, B's by ``seed + 1``, as ``bgtrain bench`` does). ``history`` (a list,
+    in process only): every game's ``GameRecord`` is appended to it."""
+    names = [spec_a.strip(), spec_b.strip()]
+    if history is not None:
+        return _duel_with_history(names, games, seed, variant, executor, chunk_pairs, work_dir, history)
+    return _play_pairings(names, [(0, 1)], games, seed, variant, executor, chunk_pairs, work_dir,
+                          [seed, seed + 1], None, kind="duel")[0]
+
+
+def _context(names: list[str], variant: str) -> dict:
+    rules = get_rules(variant)
+    return {"variant": rules.name, "agents": [agent_recipe(name, rules) for name in names]}
+
+
+def _tasks(pairings, bounds, seed: int, agent_seeds: list[int]) -> list[tuple[int, dict]]:
+    tasks = []
+    for match, (a, b) in enumerate(pairings):
+        for chunk, (first_pair, pairs) in enumerate(bounds):
+            tasks.append((match * len(bounds) + chunk, {
+                "a": a, "b": b, "seed": seed, "first_pair": first_pair, "pairs": pairs,
+                "seed_a": agent_seeds[a], "seed_b": agent_seeds[b],
+            }))
+    return tasks
+
+
+def _play_pairings(names, pairings, games, seed, variant, executor, chunk_pairs, work_dir, agent_seeds, progress,
+                   kind: str) -> list[DuelResult]:
+    executor = executor or InProcessExecutor()
+    agent_seeds = list(agent_seeds or [seed + k for k in range(len(names))])
+    bounds = chunk_bounds(games, chunk_pairs)
+    store = None
+    if work_dir is not None:
+        job = {"kind": kind, "agents": names, "games": games, "seed": seed, "variant": get_rules(variant).name,
+               "chunk_pairs": chunk_pairs, "agent_seeds": agent_seeds}
+        store = ShardStore(work_dir, job)
+    shared = executor.share(_context(names, variant))
+    matches: list[DuelResult] = []
+
+    def finished_chunk(index: int, result: dict) -> None:
+        match, chunk = divmod(index, len(bounds))
+        if chunk == len(bounds) - 1:
+            a, b = pairings[match]
+            first = match * len(bounds)
+            matches.append(_combine(names[a], names[b], [results_so_far[k] for k in range(first, index + 1)]))
+            if progress is not None:
+                progress(matches[-1])
+
+    results_so_far: dict[int, dict] = {}
+
+    def record(index: int, result: dict) -> None:
+        results_so_far[index] = result
+        finished_chunk(index, result)
+
+    run_sharded(executor, DUEL_CHUNK, shared, _tasks(pairings, bounds, seed, agent_seeds), store, record)
+    return matches
+
+
+def _duel_with_history(names, games, seed, variant, executor, chunk_pairs, work_dir, history) -> DuelResult:
+    """``--save-games``: the same chunks, played here so that every turn can be recorded."""
+    if executor is not None and not isinstance(executor, InProcessExecutor):
+        raise ValueError("--save-games records every turn in this process: use it without --executor ray")
+    if work_dir is not None:
+        raise ValueError("--save-games cannot resume from a --work-dir (the shards hold points, not games)")
+    device = executor.device if executor is not None else "cpu"
+    prepared = DUEL_CHUNK.prepare(_context(names, variant), device)
+    results = [
+        play_chunk(prepared, task, history)
+        for _, task in _tasks([(0, 1)], chunk_bounds(games, chunk_pairs), seed, [seed, seed + 1])
+    ]
+    return _combine(names[0], names[1], results)

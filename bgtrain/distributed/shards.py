@@ -1,0 +1,73 @@
+"""Result shards on disk: each finished unit of a job is one ``.npz`` file, written atomically, so a
+job killed at any moment resumes by running only the units whose shards are missing.
+
+A work directory holds ``job.json`` (what the job is: its kind, seeds, agents, sizes; a rerun with
+different settings is refused rather than mixing the results of two jobs) and one
+``shard_NNNNNN.npz`` per finished unit. A shard is written to a temporary file in the same directory,
+flushed to disk, then renamed over its final name (``os.replace`` is atomic on POSIX), so a shard
+either exists whole or not at all; a leftover temporary file of a killed run is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+JOB_FILE = "job.json"
+
+
+def _atomic_write(path: Path, write) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "wb") as handle:
+        write(handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+class ShardStore:
+    """The shards of one job in ``directory``; ``job`` (plain JSON data) describes the job."""
+
+    def __init__(self, directory: str | Path, job: dict) -> None:
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ValueError(f"work directory {self.directory} is a file")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        described = json.loads(json.dumps(job))  # the form it has once read back
+        path = self.directory / JOB_FILE
+        if path.exists():
+            try:
+                stored = json.loads(path.read_text())
+            except json.JSONDecodeError:
+                raise ValueError(f"{path} is not readable JSON: not a bgtrain work directory") from None
+            if stored != described:
+                changed = sorted(key for key in set(stored) | set(described) if stored.get(key) != described.get(key))
+                raise ValueError(f"work directory {self.directory} holds another job (different {', '.join(changed)}): "
+                                 "use a new --work-dir or remove this one")
+        else:
+            _atomic_write(path, lambda handle: handle.write((json.dumps(described, indent=2) + "\n").encode()))
+        self.job = described
+
+    def path(self, index: int) -> Path:
+        return self.directory / f"shard_{index:06d}.npz"
+
+    def done(self) -> set[int]:
+        """Indices of the shards written so far."""
+        found = set()
+        for path in self.directory.glob("shard_*.npz"):
+            stem = path.stem.removeprefix("shard_")
+            if stem.isdigit():
+                found.add(int(stem))
+        return found
+
+    def write(self, index: int, arrays: dict) -> Path:
+        path = self.path(index)
+        _atomic_write(path, lambda handle: np.savez(handle, **{k: np.asarray(v) for k, v in arrays.items()}))
+        return path
+
+    def read(self, index: int) -> dict[str, np.ndarray]:
+        with np.load(self.path(index)) as data:
+            return {key: data[key] for key in data.files}

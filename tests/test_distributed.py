@@ -1,0 +1,299 @@
+"""bgtrain.distributed: the same seeds give the same results in process and on Ray; workers that die
+and drivers that are killed lose nothing; bad addresses and missing Ray are one-line errors.
+
+One real single-node Ray cluster with 2 CPUs serves the whole session (Ray takes seconds to start);
+the small batches here stay under the engine's compile threshold, so no worker compiles kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bgtrain.checkpoint import save_checkpoint
+from bgtrain.config import load_config
+from bgtrain.distributed.duels import chunk_bounds, play_duel_chunked, play_league_chunked
+from bgtrain.distributed.executor import InProcessExecutor, WorkUnit, make_executor, run_tasks
+from bgtrain.distributed.shards import ShardStore
+from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
+from bgtrain.network import ValueNetwork
+from engine.keyed_dice import KeyedDice, KeyedMirroredDice
+
+ray = pytest.importorskip("ray")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """A 2-CPU Ray cluster for the test session (started once: Ray takes seconds to start); its
+    workers import this checkout's bgtrain."""
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), path or ""])
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    if started:
+        ray.shutdown()
+    if path is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = path
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory) -> str:
+    """A small random network saved as a checkpoint: its weights travel to the workers as numpy arrays."""
+    torch.manual_seed(3)
+    network = ValueNetwork("tesauro198", (16,))
+    path = tmp_path_factory.mktemp("model") / "tiny.pt"
+    config = load_config(None)
+    save_checkpoint(path, {"model": network.model_args(), "weights": network.state_dict(),
+                           "config": {"run": {"variant": config.run.variant}}, "counters": {}})
+    return str(path)
+
+
+# --- keyed dice: pair i's dice depend on (seed, i) alone ------------------------------------------------
+
+
+def test_keyed_dice_of_a_stream_do_not_depend_on_the_batch():
+    whole = KeyedDice(7, torch.arange(0, 50))
+    part = KeyedDice(7, torch.arange(20, 30))
+    whole_opening, whole_first = whole.opening(50)
+    part_opening, part_first = part.opening(10)
+    assert torch.equal(whole_opening[20:30], part_opening) and torch.equal(whole_first[20:30], part_first)
+    for _ in range(5):
+        assert torch.equal(whole.roll(50)[20:30], part.roll(10))
+    assert not torch.equal(KeyedDice(8, torch.arange(0, 50)).roll(50), KeyedDice(7, torch.arange(0, 50)).roll(50))
+
+
+def test_keyed_dice_are_fair():
+    rolls = KeyedDice(1, torch.arange(60_000)).roll(60_000)
+    faces = torch.bincount(rolls.flatten().long(), minlength=7)[1:].double() / rolls.numel()
+    assert float((faces - 1 / 6).abs().max()) < 0.005
+    assert bool((rolls[:, 0] >= rolls[:, 1]).all())
+    assert abs(float((rolls[:, 0] == rolls[:, 1]).double().mean()) - 1 / 6) < 0.006  # doubles
+    opening, _ = KeyedMirroredDice(1, 0, 1000).opening(2000)
+    assert not bool((opening[:, 0] == opening[:, 1]).any()) and torch.equal(opening[:1000], opening[1000:])
+
+
+def test_chunking_does_not_change_a_deterministic_duel(model_path):
+    results = [play_duel_chunked(model_path, "pubeval", 24, seed=5, chunk_pairs=chunk) for chunk in (5, 12)]
+    assert results[0] == results[1]
+    assert chunk_bounds(40, 8) == [(0, 8), (8, 8), (16, 4)]
+
+
+# --- the same results in process and on Ray ----------------------------------------------------------------
+
+
+def test_bench_and_league_are_the_same_in_process_and_on_ray(cluster, model_path):
+    executor = make_executor("ray", workers=2)
+    try:
+        on_ray = play_duel_chunked(model_path, "random", 24, seed=2, chunk_pairs=4, executor=executor)
+        league_on_ray = play_league_chunked(["pubeval", "random", model_path], 8, seed=1, chunk_pairs=2,
+                                            executor=executor)
+    finally:
+        executor.close()
+    assert on_ray == play_duel_chunked(model_path, "random", 24, seed=2, chunk_pairs=4)
+    assert league_on_ray == play_league_chunked(["pubeval", "random", model_path], 8, seed=1, chunk_pairs=2)
+    assert on_ray.games == 24 and len(league_on_ray.matches) == 3
+
+
+def test_selfplay_shards_are_the_same_in_process_and_on_ray(cluster):
+    config = load_config(None, ["train.buffer_turns=4"])
+    torch.manual_seed(0)
+    network = ValueNetwork("tesauro198", (8,))
+    context = selfplay_context(network, 3, config)
+    tasks = [(index, {"seed": 10 + index, "slots": 8, "turns": 6}) for index in range(3)]
+    local = InProcessExecutor()
+    here = dict(run_tasks(local, SELFPLAY_SHARD, local.share(context), tasks))
+    executor = make_executor("ray", workers=2)
+    try:
+        there = dict(run_tasks(executor, SELFPLAY_SHARD, executor.share(context), tasks))
+    finally:
+        executor.close()
+    for index, _ in tasks:
+        assert here[index]["boards"].shape == (48, 28) and here[index]["targets"].shape == (48, 5)
+        assert here[index]["version"] == there[index]["version"] == 3
+        assert np.array_equal(here[index]["boards"], there[index]["boards"])
+        assert np.array_equal(here[index]["targets"], there[index]["targets"])
+    assert not np.array_equal(here[0]["boards"], here[1]["boards"])  # different seeds, different games
+
+
+def test_training_gives_the_same_weights_in_process_and_on_ray(cluster, tmp_path):
+    from bgtrain.train import train
+
+    common = ["model.hidden=[8]", "selfplay.turn_limit=120", "train.total_games=12", "train.buffer_turns=4",
+              "train.minibatch_size=0", "evaluation.every_games=0", "evaluation.games=2",
+              "checkpoint.every_seconds=0.0", "executor.shard_games=8", "executor.shard_turns=64",
+              "executor.broadcast_every=1", "executor.max_in_flight=2"]
+    finals = {}
+    for mode in ("process", "ray"):
+        config = load_config(None, [*common, f"executor.mode={mode}", "executor.workers=2",
+                                    f"run.out_dir={tmp_path}", f"run.name={mode}"])
+        finals[mode] = torch.load(train(config, progress=False), weights_only=False)
+    assert finals["process"]["counters"]["games"] == finals["ray"]["counters"]["games"] >= 12
+    for name, value in finals["process"]["weights"].items():
+        assert torch.equal(value, finals["ray"]["weights"][name]), name
+
+
+def test_a_distributed_training_run_resumes_where_it_stopped(tmp_path):
+    from bgtrain.train import train
+
+    settings = ["model.hidden=[8]", "selfplay.turn_limit=120", "train.buffer_turns=4", "train.minibatch_size=0",
+                "evaluation.every_games=0", "evaluation.games=2", "checkpoint.every_seconds=0.0",
+                "executor.mode=process", "executor.shard_games=8", "executor.shard_turns=64",
+                f"run.out_dir={tmp_path}", "run.name=resumed"]
+    train(load_config(None, [*settings, "train.total_games=8"]), progress=False)
+    first = torch.load(tmp_path / "resumed" / "latest.pt", weights_only=False)
+    shards = first["training"]["distributed"]["shards"]
+    assert shards >= 1 and first["counters"]["updates"] == shards
+    final = torch.load(train(load_config(None, [*settings, "train.total_games=16"]),
+                             resume=tmp_path / "resumed" / "latest.pt", progress=False), weights_only=False)
+    assert final["counters"]["games"] >= 16 and final["counters"]["updates"] > shards
+
+
+# --- faults -----------------------------------------------------------------------------------------------
+
+
+def _prepare_nothing(context, device):
+    return context
+
+
+def _dies_on_first_attempt(prepared, task):
+    """Doubles ``task["value"]``; the first attempt at task 0 kills its worker process."""
+    flag = Path(prepared["flag_dir"]) / f"attempted_{task['value']}"
+    if task["value"] == 0 and not flag.exists():
+        flag.touch()
+        os._exit(1)
+    if task.get("sleep"):
+        time.sleep(task["sleep"])
+    return {"double": 2 * task["value"]}
+
+
+FRAGILE = WorkUnit("fragile", _prepare_nothing, _dies_on_first_attempt)
+
+
+@pytest.fixture
+def fragile_unit():
+    """Ray pickles this test module's functions by value: its workers cannot import it."""
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield FRAGILE
+    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def test_a_worker_that_dies_mid_task_loses_nothing(cluster, fragile_unit, tmp_path):
+    executor = make_executor("ray", workers=1)
+    try:
+        shared = executor.share({"flag_dir": str(tmp_path)})
+        results = list(run_tasks(executor, fragile_unit, shared, [(k, {"value": k}) for k in range(8)], window=4))
+        assert [key for key, _ in results] == list(range(8))
+        assert [result["double"] for _, result in results] == [2 * k for k in range(8)]
+        assert executor.retried >= 1  # the task ran again on a fresh worker, and counted once
+    finally:
+        executor.close()
+
+
+def test_a_killed_actor_has_its_tasks_retried(cluster, fragile_unit, tmp_path):
+    executor = make_executor("ray", workers=1)
+    try:
+        (tmp_path / "attempted_0").touch()  # no self-inflicted death here: the actor is killed from outside
+        shared = executor.share({"flag_dir": str(tmp_path)})
+        for k in range(4):
+            executor.submit(fragile_unit, shared, k, {"value": k, "sleep": 0.5})
+        time.sleep(0.3)
+        ray.kill(executor.actors[0])
+        results = [executor.next_result() for _ in range(4)]
+        assert results == [(k, {"double": 2 * k}) for k in range(4)]
+        assert executor.retried >= 1
+    finally:
+        executor.close()
+
+
+def _bench_command(work_dir: Path, json_path: Path) -> list[str]:
+    return [sys.executable, "-m", "bgtrain.cli", "bench", "pubeval", "random", "--games", "120",
+            "--batch-pairs", "6", "--seed", "4", "--threads", "1", "--work-dir", str(work_dir), "--json", str(json_path)]
+
+
+def test_a_killed_driver_resumes_from_its_shards(tmp_path):
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "BGTRAIN_COMPILE": "never"}
+    whole = tmp_path / "whole.json"
+    subprocess.run(_bench_command(tmp_path / "whole", whole), env=environment, check=True, capture_output=True)
+    work_dir = tmp_path / "killed"
+    process = subprocess.Popen(_bench_command(work_dir, tmp_path / "unused.json"), env=environment,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(list(work_dir.glob("shard_*.npz"))) < 3 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    written = len(list(work_dir.glob("shard_*.npz")))
+    assert 3 <= written < 10, "killed after some shards and before the end"
+    resumed = tmp_path / "resumed.json"
+    subprocess.run(_bench_command(work_dir, resumed), env=environment, check=True, capture_output=True)
+    timing = ("seconds", "games_per_second")
+    first, second = json.loads(whole.read_text()), json.loads(resumed.read_text())
+    assert {k: v for k, v in first.items() if k not in timing} == {k: v for k, v in second.items() if k not in timing}
+
+
+def test_a_work_directory_refuses_another_job(tmp_path):
+    ShardStore(tmp_path, {"kind": "duel", "seed": 1})
+    with pytest.raises(ValueError, match="holds another job .*seed"):
+        ShardStore(tmp_path, {"kind": "duel", "seed": 2})
+
+
+# --- user errors: one line -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("address, message", [
+    ("not an address", "give 'auto' or HOST:PORT"),
+    ("127.0.0.1:1", "no Ray cluster answers there"),
+])
+def test_bad_addresses_are_one_line_errors(address, message):
+    with pytest.raises(ValueError, match=message) as error:
+        make_executor("ray", address=address)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="use it with --executor ray"):
+        make_executor("process", address="auto")
+
+
+def test_missing_ray_is_a_one_line_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ValueError, match=r"needs Ray, which is not installed \(pip install 'bgtrain\[ray\]'\)"):
+        make_executor("ray")
+
+
+def test_the_cli_reports_a_bad_address_in_one_line():
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "bgtrain.cli", "bench", "pubeval", "random", "--games", "2",
+                           "--executor", "ray", "--address", "127.0.0.1:1"], check=False, env=environment,
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "no Ray cluster answers there" in done.stderr
+
+
+def test_bench_on_ray_from_the_command_line_matches_in_process(cluster, tmp_path):
+    """The CLI end to end: a second driver joins the session's cluster by its address."""
+    address = ray.get_runtime_context().gcs_address
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "BGTRAIN_COMPILE": "never"}
+    reports = {}
+    for name, extra in (("process", []), ("ray", ["--executor", "ray", "--address", address, "--workers", "2"])):
+        path = tmp_path / f"{name}.json"
+        subprocess.run([sys.executable, "-m", "bgtrain.cli", "bench", "pubeval", "random", "--games", "16",
+                        "--batch-pairs", "2", "--threads", "1", "--json", str(path), *extra],
+                       env=environment, check=True, capture_output=True)
+        reports[name] = json.loads(path.read_text())
+    assert reports["ray"]["executor"] == "ray"
+    same = ("points_per_game", "interval95", "a_win", "a_gammon", "b_win", "b_gammon", "games")
+    assert {k: reports["ray"][k] for k in same} == {k: reports["process"][k] for k in same}
