@@ -74,7 +74,7 @@ class _TableLayer(nn.Module):
         self.pairs = pairs
         self.embedding_bag = embedding_bag
         self.register_buffer("table", table.to(torch.float32).contiguous())
-        self.extra_units = graph_extra_units(network.encoder)
+        self.extra_units = graph_extra_units(network.encoder, rules)
         self.register_buffer("extra_weight", folded.extra_weight.to(torch.float32).contiguous())
 
     def forward(self, board: torch.Tensor) -> torch.Tensor:
