@@ -18,6 +18,7 @@ COMMANDS = {
     "train": "Train a value network by TD(lambda) self-play",
     "export": "Export a checkpoint as a self-describing ONNX or TorchScript file",
     "bench": "Play agent A against agent B (seat-swapped pairs) and report points per game with a 95 percent interval",
+    "dataset": "Generate labelled position datasets from self-play, or summarise one",
     "league": "Round robin between agents: a table of points per game, a rating per agent, JSON and a plot",
 }
 

@@ -419,6 +419,10 @@ def _checkpoint_name(games: int) -> str:
 
 def train(config: Config, resume: str | Path | None = None, progress: bool = True, argv: list[str] | None = None) -> Path:
     """Run (or resume) training to ``config.train.total_games``; returns the final checkpoint's path."""
+    if config.train.method == "supervised":  # on datasets instead of self-play: bgtrain.supervised
+        from bgtrain.supervised import train_supervised
+
+        return train_supervised(config, resume, progress, argv)
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
