@@ -185,6 +185,8 @@ class SupervisedConfig:
     """Fraction of the positions held out (a fixed draw under run.seed) for the held-out loss."""
     init_from: str = ""
     """A checkpoint whose network starts the training (a TD-trained model, say); "" starts from scratch."""
+    checkpoint_every_epochs: int = 1
+    """Write the resumable checkpoint (and an ``epoch_N.pt``) after every this many epochs and the last."""
 
     def __post_init__(self) -> None:
         for kind in self.kinds:
@@ -196,6 +198,7 @@ class SupervisedConfig:
         _choice("supervised", "lr_schedule", self.lr_schedule, ("cosine", "step", "constant"))
         _positive("supervised", "lr_step_epochs", self.lr_step_epochs)
         _choice("supervised", "loss", self.loss, ("bce", "mse"))
+        _positive("supervised", "checkpoint_every_epochs", self.checkpoint_every_epochs)
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise ValueError(f"[supervised] heldout_fraction = {self.heldout_fraction}: must be in [0, 1)")
 

@@ -207,9 +207,10 @@ def train_supervised(config: Config, resume: str | Path | None = None, progress:
             for name, result in strength.items():
                 if isinstance(result, dict):
                     writer.add_scalar(f"eval/{name}_points_per_game", result["points_per_game"], epoch)
-        save_checkpoint(run_dir / "checkpoints" / f"epoch_{epoch:04d}.pt", payload(True))
-        save_checkpoint(run_dir / "latest.pt", payload(True))
-        _prune(run_dir / "checkpoints", config.checkpoint.keep_last)
+        if epoch % supervised.checkpoint_every_epochs == 0 or epoch >= supervised.epochs:
+            save_checkpoint(run_dir / "checkpoints" / f"epoch_{epoch:04d}.pt", payload(True))
+            save_checkpoint(run_dir / "latest.pt", payload(True))
+            _prune(run_dir / "checkpoints", config.checkpoint.keep_last)
         bar.update(1)
         bar.set_postfix_str(f"train {total / size:.4f} held-out {held_value:.4f}")
     bar.close()

@@ -51,7 +51,7 @@ from engine.game import new_games, play
 from engine.movegen import legal_afterstates
 from engine.random_play import random_choice
 
-CANDIDATE_CHUNK = 2048  # candidates selected and labelled at once
+CANDIDATE_CHUNK = 2048  # candidates selected and labelled at once (fewer for a smaller shard)
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def generate_shard(evaluator: Evaluator, labeller: Labeller, settings: Generatio
         if evaluator.bearoff is not None:
             sampled &= ~evaluator.bearoff.covers(state.board)
         pending.append(state.board[sampled])
-        if sum(p.shape[0] for p in pending) >= CANDIDATE_CHUNK:
+        if sum(p.shape[0] for p in pending) >= min(CANDIDATE_CHUNK, wanted):
             chunk = torch.cat(pending)
             pending = []
             candidates += chunk.shape[0]
