@@ -3,7 +3,8 @@
 A checkpoint is one ``torch.save`` file holding a dict:
 
 ``format``       "bgtrain-checkpoint" and ``format_version``;
-``model``        ``ValueNetwork.model_args()``: encoder name and version, hidden sizes, activation;
+``model``        ``ValueNetwork.model_args()``: encoder name and version, hidden sizes, activation (or, for a
+                 phase model, ``{"kind": "phases", "phases": {phase: those}}``, ``bgtrain.phases``);
 ``weights``      the network's state dict;
 ``config``       the resolved run config (``config_to_dict``);
 ``counters``     games, turns, updates, training seconds;
@@ -63,15 +64,18 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         if key not in payload:
             raise ValueError(f"{path} is damaged: the '{key}' entry is missing")
     model = payload["model"]
-    try:
-        encoder = get_encoder(model["encoder"])
-    except (KeyError, ValueError):
-        raise ValueError(f"{path} was trained with encoder {model.get('encoder')!r}, which this bgtrain does not know")
-    if model.get("encoder_version") != encoder.version:
-        raise ValueError(
-            f"{path} was trained with encoder {encoder.name!r} version {model.get('encoder_version')}, "
-            f"this bgtrain has version {encoder.version}"
-        )
+    # A phase model (``bgtrain.phases``) holds one network description per phase.
+    models = model.get("phases", {}).values() if model.get("kind") == "phases" else [model]
+    for model in models:
+        try:
+            encoder = get_encoder(model["encoder"])
+        except (KeyError, ValueError):
+            raise ValueError(f"{path} was trained with encoder {model.get('encoder')!r}, which this bgtrain does not know")
+        if model.get("encoder_version") != encoder.version:
+            raise ValueError(
+                f"{path} was trained with encoder {encoder.name!r} version {model.get('encoder_version')}, "
+                f"this bgtrain has version {encoder.version}"
+            )
     return payload
 
 
@@ -88,8 +92,11 @@ def check_variant(payload: dict[str, Any], rules, source: str = "checkpoint") ->
 
 
 def network_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint") -> ValueNetwork:
-    """Rebuild the network a checkpoint describes and load its weights."""
-    network = ValueNetwork.from_args(payload["model"])
+    """Rebuild the network a checkpoint describes (a ``ValueNetwork``, or a ``bgtrain.phases.PhaseNetwork``
+    with the same evaluation interface) and load its weights."""
+    from bgtrain.phases import model_from_args
+
+    network = model_from_args(payload["model"])
     try:
         network.load_state_dict(payload["weights"])
     except RuntimeError as error:

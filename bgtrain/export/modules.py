@@ -119,6 +119,29 @@ class BoardModel(nn.Module):
         return self.head(self.first(board))
 
 
+class PhaseBoardModel(nn.Module):
+    """A ``bgtrain.phases.PhaseNetwork`` as one graph: every phase's ``BoardModel`` on every row, each row's
+    outputs picked by ``torch.where`` on ``phase_index`` (the function the PyTorch model routes by)."""
+
+    def __init__(self, network, rules: Rules = STANDARD, first_layer: str = "pairs", embedding_bag: bool = False):
+        super().__init__()
+        from bgtrain.phases import PHASES
+
+        self.models = nn.ModuleList(BoardModel(network.phases[name], rules, first_layer, embedding_bag)
+                                    for name in PHASES)
+
+    def forward(self, board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        from bgtrain.phases import phase_index
+
+        phase = phase_index(board)
+        probabilities, equity = self.models[0](board)
+        for index in range(1, len(self.models)):
+            here, here_equity = self.models[index](board)
+            probabilities = torch.where((phase == index).unsqueeze(1), here, probabilities)
+            equity = torch.where(phase == index, here_equity, equity)
+        return probabilities, equity
+
+
 class BareModel(nn.Module):
     """``encoded: float32[B, encoder.size]`` -> ``(probabilities: float32[B, 5], equity: float32[B])``."""
 
