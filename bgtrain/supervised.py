@@ -138,6 +138,7 @@ def train_supervised(config: Config, resume: str | Path | None = None, progress:
         optimizer.load_state_dict(payload["training"]["optimizer"])
         shuffle.set_state(payload["training"]["shuffle"])
         counters.update(payload["counters"])
+        strength.update(payload.get("strength", {}))
 
     run_dir = config.run_dir
     (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)

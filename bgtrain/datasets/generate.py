@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from bgtrain.arena.agents import argmax_per_position
-from bgtrain.cube.efficiency import PositionKind, position_kinds
+from bgtrain.cube.efficiency import position_kinds
 from bgtrain.datasets.labellers import Labeller, PlyLabeller
 from bgtrain.datasets.shards import (
     FORMAT_VERSION,
@@ -230,5 +230,3 @@ def _play_turn(state, evaluator: Evaluator, settings: GenerationSettings, draws:
     finished = state.game_over | (state.turn >= settings.turn_limit)
     return state.where(finished, new_games(rules, state.batch_size, dice))
 
-
-KIND_LABELS = {kind.name.lower(): int(kind) for kind in PositionKind}
