@@ -6,7 +6,7 @@ crashed (contact, but a side has about six checkers or fewer left in play: GNU B
 bear-off database). It has the ``ValueNetwork`` evaluation interface (``evaluate``,
 ``evaluate_flipped``, ``forward``), so the ``Evaluator``, the agents, ``bgtrain eval``, ``bench`` and
 ``league`` take it like any network. A checkpoint of one has ``model = {"kind": "phases", "phases":
-{name: ValueNetwork.model_args()}}`` and the sub-networks' weights under ``<name>.`` prefixes
+{name: ValueNetwork.model_args()}}`` and the sub-networks' weights under ``phases.<name>.`` prefixes
 (``bgtrain.checkpoint``); ``combine_checkpoints`` builds one from three ordinary checkpoints (for
 example three supervised runs, each with ``[supervised] kinds`` set to one phase).
 
