@@ -3,7 +3,8 @@
 A checkpoint is one ``torch.save`` file holding a dict (``checkpoint_payload`` builds it):
 
 ``format``       "bgtrain-checkpoint" and ``format_version``;
-``model``        ``ValueNetwork.model_args()``: encoder name and version, hidden sizes, activation;
+``model``        ``ValueNetwork.model_args()``: encoder name and version, hidden sizes, activation (or, for a
+                 phase model, ``{"kind": "phases", "phases": {phase: those}}``, ``bgtrain.phases``);
 ``weights``      the network's state dict;
 ``config``       the resolved run config (``config_to_dict``);
 ``rules``        the name of the variant the network plays;
@@ -78,13 +79,13 @@ def _check_entries(path: Path, payload: dict[str, Any]) -> None:
             raise ValueError(  # noqa: TRY004
                 f"{path} is damaged: the '{key}' entry is a {type(payload[key]).__name__}, "
                              f"not a {kind.__name__}")
-    model = payload["model"]
-    for key in ("encoder", "hidden", "activation"):
-        if key not in model:
-            raise ValueError(f"{path} is damaged: the model description has no '{key}'")
-    hidden = model["hidden"]
-    if not isinstance(hidden, (list, tuple)) or not all(isinstance(size, int) and size > 0 for size in hidden):
-        raise ValueError(f"{path} is damaged: the model's hidden sizes {hidden!r} are not a list of sizes")
+    for model in _network_descriptions(path, payload["model"]):
+        for key in ("encoder", "hidden", "activation"):
+            if key not in model:
+                raise ValueError(f"{path} is damaged: the model description has no '{key}'")
+        hidden = model["hidden"]
+        if not isinstance(hidden, (list, tuple)) or not all(isinstance(size, int) and size > 0 for size in hidden):
+            raise ValueError(f"{path} is damaged: the model's hidden sizes {hidden!r} are not a list of sizes")
     if not all(isinstance(name, str) and isinstance(value, torch.Tensor) for name, value in payload["weights"].items()):
         raise ValueError(f"{path} is damaged: the 'weights' entry holds something other than named tensors")
     for key, value in payload["counters"].items():
@@ -99,21 +100,32 @@ def _check_entries(path: Path, payload: dict[str, Any]) -> None:
             raise ValueError(f"{path} is damaged: the '{key}' entry is a {type(payload[key]).__name__}")
 
 
+def _network_descriptions(path: Path, model: dict[str, Any]) -> list[dict[str, Any]]:
+    """The network descriptions in a model entry: itself, or one per phase for a phase model
+    (``bgtrain.phases``)."""
+    if model.get("kind") != "phases":
+        return [model]
+    phases = model.get("phases")
+    if not isinstance(phases, dict) or not all(isinstance(value, dict) for value in phases.values()):
+        raise ValueError(f"{path} is damaged: the phase model's 'phases' entry is not a table of networks")
+    return list(phases.values())
+
+
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Read and check a checkpoint; every problem is a ValueError or FileNotFoundError naming the file."""
     path = Path(path)
     payload = load_tagged(path, FORMAT, FORMAT_VERSION, "bgtrain checkpoint", map_location=map_location)
     _check_entries(path, payload)
-    model = payload["model"]
-    try:
-        encoder = get_encoder(model["encoder"])
-    except (KeyError, ValueError, TypeError):
-        raise ValueError(f"{path} was trained with encoder {model.get('encoder')!r}, which this bgtrain does not know")
-    if model.get("encoder_version") != encoder.version:
-        raise ValueError(
-            f"{path} was trained with encoder {encoder.name!r} version {model.get('encoder_version')}, "
-            f"this bgtrain has version {encoder.version}"
-        )
+    for model in _network_descriptions(path, payload["model"]):
+        try:
+            encoder = get_encoder(model["encoder"])
+        except (KeyError, ValueError, TypeError):
+            raise ValueError(f"{path} was trained with encoder {model.get('encoder')!r}, which this bgtrain does not know")
+        if model.get("encoder_version") != encoder.version:
+            raise ValueError(
+                f"{path} was trained with encoder {encoder.name!r} version {model.get('encoder_version')}, "
+                f"this bgtrain has version {encoder.version}"
+            )
     return payload
 
 
@@ -130,9 +142,12 @@ def check_variant(payload: dict[str, Any], rules, source: str = "checkpoint") ->
 
 
 def network_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint") -> ValueNetwork:
-    """Rebuild the network a checkpoint describes and load its weights."""
+    """Rebuild the network a checkpoint describes (a ``ValueNetwork``, or a ``bgtrain.phases.PhaseNetwork``
+    with the same evaluation interface) and load its weights."""
+    from bgtrain.phases import model_from_args
+
     try:
-        network = ValueNetwork.from_args(payload["model"])
+        network = model_from_args(payload["model"])
         network.load_state_dict(payload["weights"])
     except (RuntimeError, KeyError, TypeError, ValueError) as error:
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]

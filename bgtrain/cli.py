@@ -21,6 +21,7 @@ COMMANDS = {
     "bench": "Play agent A against agent B (seat-swapped pairs) and report points per game with a 95 percent interval",
     "play": "Play the bot in the browser: a local game server with hints, the cube, a clock and .mat records",
     "rollout": "Roll out positions (or the plays of a roll): lock-step trials, luck-corrected, with standard errors",
+    "dataset": "Generate labelled position datasets from self-play, or summarise one",
     "league": "Round robin between agents: a table of points per game, a rating per agent, JSON and a plot",
     "benchmark": "Error rates of agents' checker play on the move-error benchmark (equity lost per decision x 1000)",
 }

@@ -153,7 +153,7 @@ class TrainConfig:
     """Self-play games to train on; the learning-rate schedule spans them."""
 
     def __post_init__(self) -> None:
-        _choice("train", "method", self.method, ("lambda_return", "eligibility_traces"))
+        _choice("train", "method", self.method, ("lambda_return", "eligibility_traces", "supervised"))
         if not 0.0 <= self.td_lambda <= 1.0:
             raise ValueError(f"[train] td_lambda = {self.td_lambda}: must be in [0, 1]")
         _positive("train", "learning_rate", self.learning_rate)
@@ -177,6 +177,51 @@ class TrainConfig:
         _choice("train", "loss", self.loss, ("mse", "bce"))
         _positive("train", "gradient_clip", self.gradient_clip, allow_zero=True)
         _positive("train", "total_games", self.total_games)
+
+
+@dataclass(frozen=True)
+class SupervisedConfig:
+    """Supervised training on labelled datasets (``train.method = "supervised"``, ``bgtrain.supervised``)."""
+
+    datasets: tuple[str, ...] = ()
+    """Dataset directories (``bgtrain dataset generate``), their complete shards concatenated."""
+    kinds: tuple[str, ...] = ("contact", "crashed", "race")
+    """Position kinds to train on (``bgtrain.cube.efficiency.PositionKind`` names, lower case)."""
+    epochs: int = 20
+    """Passes over the training split."""
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    """AdamW's initial learning rate."""
+    weight_decay: float = 1e-4
+    """AdamW's decoupled weight decay."""
+    lr_schedule: str = "cosine"
+    """"cosine" (to lr_final_fraction x lr at the last step), "step" (x lr_step_factor every
+    lr_step_epochs epochs) or "constant"."""
+    lr_final_fraction: float = 0.05
+    lr_step_epochs: int = 5
+    lr_step_factor: float = 0.3
+    loss: str = "bce"
+    """"bce" (cross-entropy on each of the five cumulative probabilities) or "mse"."""
+    heldout_fraction: float = 0.05
+    """Fraction of the positions held out (a fixed draw under run.seed) for the held-out loss."""
+    init_from: str = ""
+    """A checkpoint whose network starts the training (a TD-trained model, say); "" starts from scratch."""
+    checkpoint_every_epochs: int = 1
+    """Write the resumable checkpoint (and an ``epoch_N.pt``) after every this many epochs and the last."""
+
+    def __post_init__(self) -> None:
+        for kind in self.kinds:
+            _choice("supervised", "kinds", kind, ("contact", "crashed", "race", "bearoff"))
+        _positive("supervised", "epochs", self.epochs)
+        _positive("supervised", "batch_size", self.batch_size)
+        _positive("supervised", "learning_rate", self.learning_rate)
+        _positive("supervised", "weight_decay", self.weight_decay, allow_zero=True)
+        _choice("supervised", "lr_schedule", self.lr_schedule, ("cosine", "step", "constant"))
+        _positive("supervised", "lr_step_epochs", self.lr_step_epochs)
+        _choice("supervised", "loss", self.loss, ("bce", "mse"))
+        _positive("supervised", "checkpoint_every_epochs", self.checkpoint_every_epochs)
+        if not 0.0 <= self.heldout_fraction < 1.0:
+            raise ValueError(f"[supervised] heldout_fraction = {self.heldout_fraction}: must be in [0, 1)")
 
 
 @dataclass(frozen=True)
@@ -269,6 +314,7 @@ class Config:
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    supervised: SupervisedConfig = field(default_factory=SupervisedConfig)
 
     @property
     def run_dir(self) -> Path:

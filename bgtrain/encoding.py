@@ -304,7 +304,37 @@ class TesauroPlus(Encoder):
         )
 
 
-ENCODERS: dict[str, Encoder] = {encoder.name: encoder for encoder in (Tesauro198(), TesauroPlus())}
+class GnubgContact(Encoder):
+    """The 198 Tesauro units followed by GNU Backgammon's 25 hand-crafted contact inputs of each side
+    (``bgtrain.gnubg_inputs``: pip loss and shots, escapes and containment, anchors, mobility, moment,
+    entering, timing, backbone, back game, free pips, break contact, checkers off):
+
+    ==========  ==========================================================================================
+    units       meaning
+    ==========  ==========================================================================================
+    0 .. 197    ``Tesauro198`` (column-separable)
+    198 .. 222  ``gnubg_inputs.FEATURES`` of the side to move
+    223 .. 247  the same of the opponent (= the mover's features of ``flip_board(board)``)
+    ==========  ==========================================================================================
+    """
+
+    name = "gnubg_contact"
+    version = 1
+    size = 248
+    separable_size = 198
+
+    def encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+        return torch.cat((ENCODERS["tesauro198"].encode(board, rules), self.extra_units(board, rules)), dim=-1)
+
+    def extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+        from bgtrain.gnubg_inputs import contact_features
+
+        return contact_features(board, rules.checkers_per_side)
+
+
+ENCODERS: dict[str, Encoder] = {
+    encoder.name: encoder for encoder in (Tesauro198(), TesauroPlus(), GnubgContact())
+}
 
 
 def get_encoder(name: str) -> Encoder:

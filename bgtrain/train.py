@@ -432,6 +432,11 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
     in_place = resume is not None and runs.resume_directory(resume).resolve() == config.run_dir.resolve()
     directory = runs.RunDirectory(config.run_dir).acquire(resuming=in_place, overwrite=overwrite)
     try:
+        if config.train.method == "supervised":  # on datasets instead of self-play: bgtrain.supervised
+            from bgtrain.supervised import train_supervised
+
+            directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
+            return train_supervised(config, directory, resume, progress)
         run_class = Run
         if config.executor.mode != "local":
             from bgtrain.distributed.selfplay import DistributedRun  # self-play actors and this learner

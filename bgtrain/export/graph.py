@@ -15,7 +15,7 @@ from engine.board import (
     OPPONENT_BAR,
     OPPONENT_IN_HAND,
 )
-from engine.rules import Rules
+from engine.rules import STANDARD, Rules
 
 # ---------------------------------------------------------------------------------------------------
 # The encoders as exportable graphs: only ops that torch.onnx (opset 17) and TorchScript tracing keep,
@@ -151,12 +151,29 @@ class GraphRaceUnits(nn.Module):
         return (candidates * (start.unsqueeze(-1) == self.starts)).sum(-1)
 
 
-def graph_extra_units(encoder: Encoder) -> nn.Module | None:
+class GraphGnubgUnits(nn.Module):
+    """``GnubgContact.extra_units``: ``int8[B, 28]`` -> ``float32[B, 50]``. ``bgtrain.gnubg_inputs`` is
+    written in exportable operations only (comparisons, gathers with constant index tables, reductions,
+    small matrix products, loops of fixed length), so the graph runs the encoder's own code."""
+
+    def __init__(self, rules: Rules):
+        super().__init__()
+        self.checkers = rules.checkers_per_side
+
+    def forward(self, board: torch.Tensor) -> torch.Tensor:
+        from bgtrain.gnubg_inputs import contact_features
+
+        return contact_features(board, self.checkers)
+
+
+def graph_extra_units(encoder: Encoder, rules: Rules | None = None) -> nn.Module | None:
     """The exportable module computing ``encoder.extra_units``; None when the encoder has none."""
     if encoder.separable_size == encoder.size:
         return None
     if encoder.name == "tesauro_plus" and encoder.version == 1:
         return GraphRaceUnits()
+    if encoder.name == "gnubg_contact" and encoder.version == 1:
+        return GraphGnubgUnits(rules or STANDARD)
     raise ValueError(f"encoder {encoder.name!r} version {encoder.version} has no in-graph version of its "
                      "non-separable units; export it with --bare (the network alone, on encoded inputs)")
 
@@ -166,12 +183,14 @@ class GraphEncoder(nn.Module):
 
     def __init__(self, encoder: Encoder, rules: Rules):
         super().__init__()
-        if encoder.name not in ("tesauro198", "tesauro_plus") or encoder.version != 1:
+        if encoder.name not in ("tesauro198", "tesauro_plus", "gnubg_contact") or encoder.version != 1:
             raise ValueError(f"encoder {encoder.name!r} version {encoder.version} has no in-graph version; "
                              "export it with --bare (the network alone, on encoded inputs)")
         parts: list[nn.Module] = [GraphPointUnits(rules)]
         if encoder.name == "tesauro_plus":
             parts += [GraphPipUnits(), GraphRaceUnits()]
+        if encoder.name == "gnubg_contact":
+            parts.append(GraphGnubgUnits(rules))
         self.parts = nn.ModuleList(parts)
 
     def forward(self, board: torch.Tensor) -> torch.Tensor:

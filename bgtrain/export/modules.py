@@ -74,7 +74,7 @@ class _TableLayer(nn.Module):
         self.pairs = pairs
         self.embedding_bag = embedding_bag
         self.register_buffer("table", table.to(torch.float32).contiguous())
-        self.extra_units = graph_extra_units(network.encoder)
+        self.extra_units = graph_extra_units(network.encoder, rules)
         self.register_buffer("extra_weight", folded.extra_weight.to(torch.float32).contiguous())
 
     def forward(self, board: torch.Tensor) -> torch.Tensor:
@@ -117,6 +117,29 @@ class BoardModel(nn.Module):
 
     def forward(self, board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.head(self.first(board))
+
+
+class PhaseBoardModel(nn.Module):
+    """A ``bgtrain.phases.PhaseNetwork`` as one graph: every phase's ``BoardModel`` on every row, each row's
+    outputs picked by ``torch.where`` on ``phase_index`` (the function the PyTorch model routes by)."""
+
+    def __init__(self, network, rules: Rules = STANDARD, first_layer: str = "pairs", embedding_bag: bool = False):
+        super().__init__()
+        from bgtrain.phases import PHASES
+
+        self.models = nn.ModuleList(BoardModel(network.phases[name], rules, first_layer, embedding_bag)
+                                    for name in PHASES)
+
+    def forward(self, board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        from bgtrain.phases import phase_index
+
+        phase = phase_index(board)
+        probabilities, equity = self.models[0](board)
+        for index in range(1, len(self.models)):
+            here, here_equity = self.models[index](board)
+            probabilities = torch.where((phase == index).unsqueeze(1), here, probabilities)
+            equity = torch.where(phase == index, here_equity, equity)
+        return probabilities, equity
 
 
 class BareModel(nn.Module):

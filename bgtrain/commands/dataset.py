@@ -1,0 +1,88 @@
+"""Build and inspect labelled position datasets (``bgtrain.datasets``, format in ``docs/datasets.md``).
+
+    bgtrain dataset generate --model M --out DIR --positions N [--shard-size S] [--seed K]
+                             [--labeller ply:1] [--epsilon E] [--temperature T] [--sample-rate R]
+                             [--select-ply P] [--select-threshold X] [--keep-agreeing F]
+    bgtrain dataset info DIR [--json]
+
+``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
+``--select-ply`` evaluations disagree by more than ``--select-threshold`` equity (others with
+probability ``--keep-agreeing``), labels them with the labeller (``ply:N``: the model's N-ply
+evaluation; ``rollout:TRIALS`` once ``bgtrain.rollout`` exists) and writes shards of ``--shard-size``
+positions. Rerun the same command after a kill: complete shards are kept, the rest are written, and
+the result is the same as an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    generate = actions.add_parser("generate", help="generate and label a dataset")
+    generate.add_argument("--model", default="checkpoints/bgtrain-plus.pt", help="model that plays and labels")
+    generate.add_argument("--out", required=True, help="dataset directory")
+    generate.add_argument("--positions", type=int, required=True)
+    generate.add_argument("--shard-size", type=int, default=10_000)
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--labeller", default="ply:1", help="ply:N or rollout:TRIALS")
+    generate.add_argument("--games", type=int, default=512, help="self-play games in lock step")
+    generate.add_argument("--epsilon", type=float, default=0.05, help="probability of a random play")
+    generate.add_argument("--temperature", type=float, default=0.0, help="softmax play on equity / T (0: greedy)")
+    generate.add_argument("--sample-rate", type=float, default=0.25, help="fraction of positions taken as candidates")
+    generate.add_argument("--select-ply", type=int, default=1, help="0 keeps every candidate")
+    generate.add_argument("--select-threshold", type=float, default=0.04)
+    generate.add_argument("--keep-agreeing", type=float, default=0.25)
+    generate.add_argument("--device", default="cpu")
+    generate.add_argument("--threads", type=int, help="CPU threads for torch")
+    generate.add_argument("--no-progress", action="store_true")
+    info = actions.add_parser("info", help="summarise a dataset")
+    info.add_argument("directory")
+    info.add_argument("--json", action="store_true", help="print the manifest")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from bgtrain.datasets import read_manifest
+
+    if args.action == "info":
+        manifest = read_manifest(args.directory)
+        if args.json:
+            print(json.dumps(manifest, indent=1, sort_keys=True))
+            return 0
+        kinds: dict[str, int] = {}
+        for shard in manifest["shards"]:
+            for kind, count in shard["kinds"].items():
+                kinds[kind] = kinds.get(kind, 0) + count
+        labelled = sum(shard["positions"] for shard in manifest["shards"])
+        seconds = sum(shard["label_seconds"] for shard in manifest["shards"])
+        print(f"{args.directory}: {labelled:,} positions in {len(manifest['shards'])} of "
+              f"{manifest['shards_planned']} shards; labeller {manifest['labeller']}; source {manifest['source_model']}")
+        print("kinds: " + ", ".join(f"{kind} {count:,}" for kind, count in sorted(kinds.items())))
+        if seconds:
+            print(f"selection and labelling: {seconds:,.1f} s, {labelled / seconds:,.1f} positions/s")
+        return 0
+
+    from bgtrain.datasets.generate import GenerationSettings, generate_dataset
+    from bgtrain.datasets.labellers import PlyLabeller, labeller_from_spec
+    from bgtrain.evaluator import Evaluator
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings = GenerationSettings(
+        positions=args.positions, shard_size=args.shard_size, seed=args.seed, games_in_parallel=args.games,
+        epsilon=args.epsilon, temperature=args.temperature, sample_rate=args.sample_rate,
+        select_ply=args.select_ply, select_threshold=args.select_threshold, keep_agreeing=args.keep_agreeing,
+    )
+    evaluator = Evaluator.from_path(args.model, args.device)
+    kind, _, argument = args.labeller.partition(":")
+    if kind == "ply" and argument.isdigit():
+        labeller = PlyLabeller(evaluator, int(argument), args.model)  # shares the self-play evaluator
+    else:
+        labeller = labeller_from_spec(args.labeller, args.model, args.device)
+    manifest = generate_dataset(args.out, evaluator, labeller, settings, args.model, progress=not args.no_progress)
+    print(f"dataset: {args.out} ({manifest['positions']:,} positions in {len(manifest['shards'])} shards)")
+    return 0

@@ -1,0 +1,213 @@
+"""Supervised training on labelled datasets, top to bottom (``train.method = "supervised"``).
+
+The data: every complete shard of the ``[supervised] datasets`` (``bgtrain.datasets``), restricted to
+the position kinds of ``[supervised] kinds``; a fixed fraction (``heldout_fraction``, drawn under
+``run.seed``) is held out. The encoder's units of every training position are computed once.
+
+The loop: ``epochs`` passes, each over a fresh permutation of the training split drawn from the run's
+generator, in minibatches of ``batch_size``; AdamW (``learning_rate``, ``weight_decay``) with the
+learning rate set every step by the schedule (cosine over all steps, step decay per epoch, or
+constant); the loss is binary cross-entropy (or squared error) of the five predicted probabilities
+against the labels. After each epoch: the training and held-out losses go to TensorBoard
+(``losses/train``, ``losses/heldout``), as does the move-error rate once ``bgtrain.benchmark`` provides
+one (``eval/benchmark_error``), and a checkpoint is written with the whole training state (optimizer,
+generator, counters), so ``--resume`` continues from the epoch boundary exactly as an uninterrupted
+run would. At the end the model plays the configured evaluation (``[evaluation]``, against pubeval).
+
+The network starts from scratch (``run.seed``) or from a checkpoint (``init_from``, e.g. a TD-trained
+model with the same architecture); checkpoints have the format of ``bgtrain.checkpoint``, so every tool
+that takes a model takes the result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bgtrain.checkpoint import checkpoint_payload, load_checkpoint, network_from_checkpoint, save_checkpoint
+from bgtrain.config import Config, to_toml_text
+from bgtrain.cube.efficiency import PositionKind
+from bgtrain.datasets import Dataset, load_datasets
+from bgtrain.network import ValueNetwork
+from bgtrain.run_directory import RunDirectory, code_version
+from engine.variants import get_rules
+
+ENCODE_CHUNK = 8192
+
+
+def split_dataset(dataset: Dataset, config: Config) -> tuple[Dataset, Dataset]:
+    """(training, held-out) rows of the kinds asked for; the held-out draw depends on run.seed alone."""
+    wanted = torch.tensor([int(PositionKind[kind.upper()]) for kind in config.supervised.kinds])
+    dataset = dataset.where(torch.isin(dataset.kinds.long(), wanted))
+    if not len(dataset):
+        raise ValueError(f"the datasets hold no position of the kinds {list(config.supervised.kinds)}")
+    order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(config.run.seed))
+    heldout = round(len(dataset) * config.supervised.heldout_fraction)
+    is_heldout = torch.zeros(len(dataset), dtype=torch.bool)
+    is_heldout[order[:heldout]] = True
+    return dataset.where(~is_heldout), dataset.where(is_heldout)
+
+
+def learning_rate_at(config: Config, step: int, steps_per_epoch: int) -> float:
+    supervised = config.supervised
+    base = supervised.learning_rate
+    if supervised.lr_schedule == "cosine":
+        progress = min(1.0, step / max(1, supervised.epochs * steps_per_epoch))
+        final = supervised.lr_final_fraction
+        return base * (final + (1 - final) * 0.5 * (1 + math.cos(math.pi * progress)))
+    if supervised.lr_schedule == "step":
+        return base * supervised.lr_step_factor ** ((step // max(1, steps_per_epoch)) // supervised.lr_step_epochs)
+    return base
+
+
+def loss_function(name: str):
+    if name == "bce":
+        return torch.nn.functional.binary_cross_entropy
+    return torch.nn.functional.mse_loss
+
+
+def initial_network(config: Config) -> ValueNetwork:
+    torch.manual_seed(config.run.seed)
+    network = ValueNetwork(config.model.encoder, config.model.hidden, config.model.activation)
+    if config.supervised.init_from:
+        source = config.supervised.init_from
+        loaded = network_from_checkpoint(load_checkpoint(source), source)
+        if loaded.model_args() != network.model_args():
+            raise ValueError(f"[supervised] init_from = {source!r} holds {loaded.model_args()}, the config asks "
+                             f"for {network.model_args()}; set [model] to match")
+        network.load_state_dict(loaded.state_dict())
+    return network
+
+
+def encode_all(network: ValueNetwork, positions: torch.Tensor, rules) -> torch.Tensor:
+    with torch.no_grad():
+        return torch.cat([network.encoder.encode(chunk, rules) for chunk in positions.split(ENCODE_CHUNK)])
+
+
+def heldout_loss(network: ValueNetwork, encoded: torch.Tensor, targets: torch.Tensor, loss) -> float:
+    if not encoded.shape[0]:
+        return float("nan")
+    network.eval()
+    with torch.no_grad():
+        total = sum(float(loss(network.forward_encoded(e), t, reduction="sum"))
+                    for e, t in zip(encoded.split(ENCODE_CHUNK), targets.split(ENCODE_CHUNK)))
+    return total / targets.numel()
+
+
+def benchmark_error(network: ValueNetwork, rules) -> float | None:
+    """The move-error rate of ``bgtrain.benchmark`` when it exists (a hook for it), else None."""
+    try:
+        from bgtrain.benchmark import error_rate  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return float(error_rate(network, rules))
+
+
+def train_supervised(config: Config, directory: RunDirectory, resume: str | Path | None = None,
+                     progress: bool = True) -> Path:
+    """Train (or resume) to ``config.supervised.epochs`` epochs in the run ``directory`` (locked and
+    started by ``bgtrain.train.train``); returns the final checkpoint's path."""
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    from bgtrain.train import evaluate_strength
+
+    supervised = config.supervised
+    if not supervised.datasets:
+        raise ValueError("[supervised] datasets is empty: name at least one dataset directory")
+    rules = get_rules(config.run.variant)
+    device = torch.device(config.run.device)
+    training, held = split_dataset(load_datasets(list(supervised.datasets)), config)
+    network = initial_network(config).to(device)
+    optimizer = torch.optim.AdamW(network.parameters(), lr=supervised.learning_rate,
+                                  weight_decay=supervised.weight_decay)
+    shuffle = torch.Generator().manual_seed(config.run.seed + 1)
+    counters: dict[str, Any] = {"epochs": 0, "steps": 0, "positions": 0, "train_seconds": 0.0, "games": 0,
+                                "turns": 0, "updates": 0}
+    strength: dict[str, Any] = {}
+    if resume:
+        payload = load_checkpoint(resume)
+        if "training" not in payload:
+            raise ValueError(f"{resume} holds a model only, not a training state to resume")
+        network.load_state_dict(network_from_checkpoint(payload, str(resume)).state_dict())
+        optimizer.load_state_dict(payload["training"]["optimizer"])
+        shuffle.set_state(payload["training"]["shuffle"])
+        counters.update(payload["counters"])
+        strength.update(payload.get("strength", {}))
+
+    run_dir = directory.path
+    directory.checkpoints.mkdir(parents=True, exist_ok=True)
+    writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"), purge_step=counters["epochs"] if resume else None)
+    if not resume:
+        writer.add_text("hyperparameters", "```\n" + to_toml_text(config) + "\n```", 0)
+
+    def payload(with_training_state: bool) -> dict[str, Any]:
+        state = {"optimizer": optimizer.state_dict(), "shuffle": shuffle.get_state()} if with_training_state else None
+        data = checkpoint_payload(network, config, rules.name, dict(counters), strength, code_version(), state)
+        data["datasets"] = [{"path": path, "positions": source["positions"], "labeller": source["labeller"]}
+                            for path, source in zip(supervised.datasets, training.sources)]
+        return data
+
+    loss = loss_function(supervised.loss)
+    encoded = encode_all(network, training.positions, rules).to(device)
+    # Averages over rolls can stray a rounding error outside [0, 1], which cross-entropy refuses.
+    targets = training.targets.clamp(0.0, 1.0).to(device)
+    held_encoded = encode_all(network, held.positions, rules).to(device)
+    held_targets = held.targets.clamp(0.0, 1.0).to(device)
+    size = encoded.shape[0]
+    steps_per_epoch = -(-size // supervised.batch_size)
+    bar = tqdm(total=supervised.epochs, initial=counters["epochs"], unit="epoch", disable=not progress,
+               dynamic_ncols=True)
+    while counters["epochs"] < supervised.epochs:
+        started = time.perf_counter()
+        network.train()
+        order = torch.randperm(size, generator=shuffle).to(device)
+        total = 0.0
+        for start in range(0, size, supervised.batch_size):
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate_at(config, counters["steps"], steps_per_epoch)
+            index = order[start : start + supervised.batch_size]
+            batch_loss = loss(network.forward_encoded(encoded.index_select(0, index)), targets.index_select(0, index))
+            optimizer.zero_grad(set_to_none=True)
+            batch_loss.backward()
+            optimizer.step()
+            total += float(batch_loss.detach()) * index.numel()
+            counters["steps"] += 1
+        counters["epochs"] += 1
+        counters["positions"] += size
+        counters["train_seconds"] += time.perf_counter() - started
+        epoch = counters["epochs"]
+        held_value = heldout_loss(network, held_encoded, held_targets, loss)
+        writer.add_scalar("losses/train", total / size, epoch)
+        writer.add_scalar("losses/heldout", held_value, epoch)
+        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], epoch)
+        error = benchmark_error(network.eval(), rules)
+        if error is not None:
+            writer.add_scalar("eval/benchmark_error", error, epoch)
+        strength["heldout_loss"] = held_value
+        if epoch >= supervised.epochs:
+            strength.update(evaluate_strength(network.eval(), config, rules))
+            for name, result in strength.items():
+                if isinstance(result, dict):
+                    writer.add_scalar(f"eval/{name}_points_per_game", result["points_per_game"], epoch)
+        if epoch % supervised.checkpoint_every_epochs == 0 or epoch >= supervised.epochs:
+            save_checkpoint(run_dir / "checkpoints" / f"epoch_{epoch:04d}.pt", payload(True))
+            save_checkpoint(run_dir / "latest.pt", payload(True))
+            _prune(run_dir / "checkpoints", config.checkpoint.keep_last)
+        bar.update(1)
+        bar.set_postfix_str(f"train {total / size:.4f} held-out {held_value:.4f}")
+    bar.close()
+    writer.close()
+    final = run_dir / "final.pt"
+    save_checkpoint(final, payload(False))
+    return final
+
+
+def _prune(directory: Path, keep_last: int) -> None:
+    if keep_last:
+        for old in sorted(directory.glob("epoch_*.pt"))[:-keep_last]:
+            old.unlink(missing_ok=True)

@@ -1,0 +1,95 @@
+"""Datasets: shard k depends only on (seed, k); a generation stopped after one shard and rerun gives the
+same dataset as an uninterrupted one; the format round-trips; the CLI writes and summarises one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from helpers import compile_mode
+
+from bgtrain.cli import main
+from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
+from bgtrain.datasets.generate import GenerationSettings, generate_dataset
+from bgtrain.datasets.shards import SHARD_FIELDS, read_shard
+from bgtrain.evaluator import Evaluator
+from bgtrain.network import ValueNetwork
+
+SETTINGS = GenerationSettings(positions=50, shard_size=20, seed=3, games_in_parallel=24, burn_in_turns=6,
+                              sample_rate=0.5, select_ply=1, select_threshold=0.02, keep_agreeing=0.3)
+
+
+@pytest.fixture(autouse=True)
+def op_by_op():
+    # Small batches: compiling the engine's kernels would cost more than it saves.
+    with compile_mode("never"):
+        yield
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> Evaluator:
+    torch.manual_seed(0)
+    return Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+
+
+def generate(directory, evaluator, settings=SETTINGS, **options):
+    return generate_dataset(directory, evaluator, PlyLabeller(evaluator, 1, "tiny"), settings, "tiny",
+                            progress=False, **options)
+
+
+def test_generation_is_resumable_and_deterministic(tmp_path, evaluator):
+    whole = generate(tmp_path / "whole", evaluator)
+    assert [shard["positions"] for shard in whole["shards"]] == [20, 20, 10]
+    assert whole["positions"] == 50 and whole["labeller"] == {"kind": "ply", "ply": 1, "model": "tiny"}
+
+    # Stopped after its first shard (as a kill would leave it), then rerun with the same settings.
+    partial = generate(tmp_path / "resumed", evaluator, stop_after_shards=1)
+    assert len(partial["shards"]) == 1
+    (tmp_path / "resumed" / "shard_00001.pt").write_bytes(b"half-written")  # never listed: rewritten
+    resumed = generate(tmp_path / "resumed", evaluator)
+    assert [s["index"] for s in resumed["shards"]] == [0, 1, 2]
+    for shard in range(3):
+        a = read_shard(tmp_path / "whole" / f"shard_{shard:05d}.pt")
+        b = read_shard(tmp_path / "resumed" / f"shard_{shard:05d}.pt")
+        for name in SHARD_FIELDS:
+            assert torch.equal(a[name], b[name]), (shard, name)
+
+    # Another seed gives other positions.
+    other = generate(tmp_path / "other", evaluator, GenerationSettings(**{**SETTINGS.__dict__, "seed": 4}))
+    assert other["positions"] == 50
+    assert not torch.equal(load_datasets(tmp_path / "other").positions, load_datasets(tmp_path / "whole").positions)
+
+
+def test_dataset_contents(tmp_path, evaluator):
+    generate(tmp_path / "data", evaluator)
+    data = load_datasets([tmp_path / "data"])
+    assert data.positions.dtype == torch.int8 and data.positions.shape == (50, 28)
+    assert data.targets.shape == (50, 5) and data.standard_errors.abs().sum() == 0
+    # The targets are the labeller's 1-ply values, the zero_ply column the 0-ply ones.
+    torch.testing.assert_close(data.targets, evaluator.probabilities(data.positions, 1).clamp(0, 1))
+    torch.testing.assert_close(data.zero_ply, evaluator.probabilities(data.positions, 0))
+    # Every position has checkers of both sides and is no finished game.
+    assert ((data.positions[:, 1:26] > 0).any(1) & (data.positions[:, 0:25] < 0).any(1)).all()
+
+
+def test_a_dataset_with_other_settings_is_refused(tmp_path, evaluator):
+    generate(tmp_path / "data", evaluator, stop_after_shards=1)
+    with pytest.raises(ValueError, match="another settings"):
+        generate(tmp_path / "data", evaluator, GenerationSettings(**{**SETTINGS.__dict__, "epsilon": 0.5}))
+
+
+def test_cli_generate_and_info(tmp_path, capsys):
+    out = tmp_path / "cli"
+    code = main(["dataset", "generate", "--model", "checkpoints/bgtrain-default.pt", "--out", str(out),
+                 "--positions", "30", "--shard-size", "15", "--games", "16", "--select-ply", "0",
+                 "--labeller", "ply:0", "--no-progress", "--seed", "2"])
+    assert code == 0
+    manifest = read_manifest(out)
+    assert manifest["positions"] == 30 and manifest["source_model"] == "checkpoints/bgtrain-default.pt"
+    assert main(["dataset", "info", str(out)]) == 0
+    assert "30 positions in 2 of 2 shards" in capsys.readouterr().out
+    assert main(["dataset", "info", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["shards_planned"] == 2
+    assert main(["dataset", "generate", "--out", str(out), "--positions", "10", "--labeller", "best"]) == 2
+    assert "unknown labeller" in capsys.readouterr().err

@@ -1,0 +1,94 @@
+"""Phase networks: routing by phase, the save/load round trip, the evaluator and agents on them, and
+the ONNX export (a torch.where on the phase) against the PyTorch model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import compile_mode, random_boards
+
+from bgtrain.checkpoint import load_network, save_checkpoint
+from bgtrain.config import Config, config_to_dict
+from bgtrain.cube.efficiency import PositionKind, position_kinds
+from bgtrain.evaluator import Evaluator
+from bgtrain.network import ValueNetwork
+from bgtrain.phases import CONTACT, CRASHED, PHASES, RACE, PhaseNetwork, combine_checkpoints, phase_index
+from engine.board import flip_board
+from engine.rules import STANDARD
+
+
+def networks(seed: int = 0) -> dict[str, ValueNetwork]:
+    torch.manual_seed(seed)
+    return {name: ValueNetwork(encoder, (8,)).eval()
+            for name, encoder in zip(PHASES, ("tesauro_plus", "tesauro198", "tesauro198"))}
+
+
+def boards() -> torch.Tensor:
+    mixed = torch.cat((random_boards(300, seed=1), random_boards(100, seed=2, race=True)))
+    return torch.cat((mixed, flip_board(mixed)))
+
+
+def test_phase_index_matches_position_kinds():
+    board = boards()
+    kinds = position_kinds(board)
+    expected = torch.full_like(kinds, CONTACT)
+    expected[kinds == PositionKind.CRASHED] = CRASHED
+    expected[(kinds == PositionKind.RACE) | (kinds == PositionKind.BEAROFF)] = RACE
+    phase = phase_index(board)
+    assert torch.equal(phase, expected)
+    assert {CONTACT, CRASHED, RACE} <= set(phase.tolist())
+    assert torch.equal(phase_index(flip_board(board)), phase)  # the same from both sides
+
+
+def test_rows_go_to_their_phase_network():
+    parts = networks()
+    model = PhaseNetwork(parts)
+    board = boards()
+    phase = phase_index(board)
+    got = model.evaluate(board)
+    flipped = model.evaluate_flipped(board)
+    for index, name in enumerate(PHASES):
+        rows = phase == index
+        torch.testing.assert_close(got[rows], parts[name].evaluate(board[rows]))
+        torch.testing.assert_close(flipped[rows], parts[name].evaluate(flip_board(board[rows])), atol=1e-5, rtol=0)
+    torch.testing.assert_close(model(board), got, atol=1e-5, rtol=0)
+
+
+def test_save_load_and_the_tools(tmp_path):
+    parts = networks(1)
+    paths = []
+    for name, network in parts.items():
+        path = tmp_path / f"{name}.pt"
+        save_checkpoint(path, {"model": network.model_args(), "weights": network.state_dict(),
+                               "config": config_to_dict(Config()), "counters": {}, "rules": "backgammon"})
+        paths.append(path)
+    combined = combine_checkpoints(*paths, tmp_path / "phases.pt")
+    loaded, payload = load_network(combined)
+    assert payload["model"]["kind"] == "phases"
+    board = boards()
+    torch.testing.assert_close(loaded.evaluate(board), PhaseNetwork(parts).evaluate(board))
+    # The evaluator (and so eval, bench and league) takes the file like any checkpoint.
+    evaluator = Evaluator.from_path(combined, bearoff=False)
+    with compile_mode("never"):
+        assert evaluator.probabilities(board[:8], ply=1).shape == (8, 5)
+        assert evaluator.best_moves(board[:8], torch.tensor([[3, 1]] * 8), ply=0).shape == (8,)
+    with pytest.raises(ValueError, match="phase model already"):
+        combine_checkpoints(combined, paths[1], paths[2], tmp_path / "again.pt")
+
+
+@pytest.mark.slow
+def test_onnx_export_routes_like_the_model(tmp_path):
+    # About 50 s on the shared 2-core CPU: three traced networks and onnxruntime's check.
+    pytest.importorskip("onnxruntime")
+    from bgtrain.export import export_model
+    from bgtrain.export.onnx_reader import OnnxValueModel
+
+    model = PhaseNetwork(networks(2))
+    path = tmp_path / "phases.onnx"
+    with compile_mode("never"):
+        export_model(model, {}, path, "onnx")  # checked against model.evaluate to 1e-5 before writing
+    board = boards()
+    torch.testing.assert_close(OnnxValueModel(path).evaluate(board, STANDARD), model.evaluate(board),
+                               atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="without --bare"):
+        export_model(model, {}, tmp_path / "bare.onnx", "onnx", bare=True)
