@@ -78,6 +78,7 @@ from bgtrain.bearoff import (
 )
 from bgtrain.cube.decision import CubeDecision, decide_from_equities
 from bgtrain.cube.state import OWNERS, CubeState, MoneyGame
+from bgtrain.files import load_tagged, save_tagged
 from bgtrain.outcomes import NUM_OUTCOMES, WIN
 from engine.board import BOARD_WIDTH, flip_board
 from engine.dice import roll_weights
@@ -275,39 +276,15 @@ class TwoSidedBearoffDatabase:
         return dataclasses.replace(decision, cubeless_equity=cubeless)
 
     def save(self, path: str | Path) -> Path:
-        """Write atomically (temporary file in the same directory + ``os.replace``)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        payload = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "max_checkers": self.max_checkers,
-            "owners": list(OWNERS),
-            "win": self.win.cpu(),
-            "no_double": self.no_double.cpu(),
-        }
-        try:
-            torch.save(payload, temporary)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
-        return path
+        """Write atomically, tagged with this format (``bgtrain.files.save_tagged``)."""
+        return save_tagged(path, FORMAT, FORMAT_VERSION, {
+            "max_checkers": self.max_checkers, "owners": list(OWNERS), "win": self.win.cpu(),
+            "no_double": self.no_double.cpu()})
 
     @classmethod
     def load(cls, path: str | Path, device: torch.device | str = "cpu") -> TwoSidedBearoffDatabase:
         path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"no two-sided bear-off database at {path}")
-        try:
-            payload = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as error:  # noqa: BLE001 (torch raises many types for a corrupt or foreign file)
-            raise ValueError(f"{path} is not a readable two-sided bear-off database ({type(error).__name__})") from None
-        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-            raise ValueError(f"{path} is not a bgtrain two-sided bear-off database")
-        if payload.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{path} has two-sided bear-off format {payload.get('format_version')}, "
-                             f"not {FORMAT_VERSION}")
+        payload = load_tagged(path, FORMAT, FORMAT_VERSION, "two-sided bear-off database", weights_only=True)
         max_checkers = int(payload["max_checkers"])
         size = math.comb(max_checkers + HOME_SIZE, HOME_SIZE)
         win, no_double = payload.get("win"), payload.get("no_double")

@@ -39,11 +39,11 @@ from bgtrain.benchmark.decisions import (
     content_hash,
     load_npz,
     save_decisions,
-    write_atomically,
     write_manifest,
 )
 from bgtrain.benchmark.labelling import GnubgReference, label_decisions
 from bgtrain.benchmark.sampling import choose_decisions, disputed, repeated, self_play_pool
+from bgtrain.files import atomic_write
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def select(settings: BuildSettings, seed: int, path: Path) -> tuple[torch.Tensor
     chosen = (board[index], dice[index], source)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, board=chosen[0].numpy(), dice=chosen[1].numpy(), source=chosen[2].numpy())
-    write_atomically(path, buffer.getvalue())
+    atomic_write(path, buffer.getvalue())
     return chosen
 
 

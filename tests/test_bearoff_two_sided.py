@@ -309,7 +309,7 @@ def test_save_and_load_round_trip(tmp_path, database):
     with pytest.raises(ValueError, match="not a readable"):
         TwoSidedBearoffDatabase.load(tmp_path / "foreign.pt")
     torch.save({"format": "bgtrain-bearoff", "format_version": 1}, tmp_path / "one-sided.pt")
-    with pytest.raises(ValueError, match="not a bgtrain two-sided"):
+    with pytest.raises(ValueError, match="not a two-sided bear-off database"):
         TwoSidedBearoffDatabase.load(tmp_path / "one-sided.pt")
     with pytest.raises(FileNotFoundError):
         TwoSidedBearoffDatabase.load(tmp_path / "missing.pt")

@@ -36,7 +36,8 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.benchmark.decisions import FROM_FILE, DecisionSet, classes_of, write_atomically
+from bgtrain.benchmark.decisions import FROM_FILE, DecisionSet, classes_of
+from bgtrain.files import atomic_write
 from engine.board import flip_board
 from engine.movegen import legal_afterstates
 from engine.position_id import decode_position_id, encode_position_id
@@ -182,4 +183,4 @@ def format_bm(decisions: DecisionSet) -> str:
 
 def write_bm(decisions: DecisionSet, path: str | Path) -> Path:
     """Write ``decisions`` as a ``.bm`` file, atomically."""
-    return write_atomically(path, format_bm(decisions).encode())
+    return atomic_write(path, format_bm(decisions).encode())

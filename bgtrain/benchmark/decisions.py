@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -36,6 +35,7 @@ import numpy as np
 import torch
 
 from bgtrain.cube.efficiency import PositionKind, position_kinds
+from bgtrain.files import atomic_write
 
 CLASSES = ("contact", "crashed", "race")  # the benchmark's classes, in GNU Backgammon's naming
 CONTACT, CRASHED, RACE = range(3)
@@ -160,25 +160,11 @@ def content_hash(decisions: DecisionSet) -> str:
     return digest.hexdigest()
 
 
-def write_atomically(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``,
-    so that a reader (or a resumed build) never sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
-
-
 def save_decisions(decisions: DecisionSet, path: str | Path) -> Path:
     """Write ``decisions`` as a compressed ``.npz`` file, atomically."""
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **_arrays(decisions))
-    return write_atomically(path, buffer.getvalue())
+    return atomic_write(path, buffer.getvalue())
 
 
 def load_npz(path: str | Path) -> DecisionSet:
@@ -219,4 +205,4 @@ def read_manifest(data_path: str | Path = DEFAULT_DATA) -> dict:
 
 
 def write_manifest(data_path: str | Path, manifest: dict) -> Path:
-    return write_atomically(Path(data_path).with_name(MANIFEST_NAME), (json.dumps(manifest, indent=2) + "\n").encode())
+    return atomic_write(Path(data_path).with_name(MANIFEST_NAME), (json.dumps(manifest, indent=2) + "\n").encode())

@@ -24,8 +24,9 @@ import time
 import torch
 
 from bgtrain.arena.specs import SPEC_FORMS, make_agent
-from bgtrain.benchmark.decisions import CLASSES, class_index, load_decisions, write_atomically
+from bgtrain.benchmark.decisions import CLASSES, class_index, load_decisions
 from bgtrain.benchmark.scorer import score_agents
+from bgtrain.files import atomic_write
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,5 +68,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         payload = {"data": str(source), "counts": {name: counts[name] for name in classes}, **report.as_dict(),
                    "seconds": round(seconds, 3)}
-        write_atomically(args.json, (json.dumps(payload, indent=2) + "\n").encode())
+        atomic_write(args.json, (json.dumps(payload, indent=2) + "\n").encode())
     return 0

@@ -11,21 +11,13 @@ either exists whole or not at all; a leftover temporary file of a killed run is 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
+from bgtrain.files import atomic_write
+
 JOB_FILE = "job.json"
-
-
-def _atomic_write(path: Path, write) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "wb") as handle:
-        write(handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
 
 
 class ShardStore:
@@ -48,7 +40,7 @@ class ShardStore:
                 raise ValueError(f"work directory {self.directory} holds another job (different {', '.join(changed)}): "
                                  "use a new --work-dir or remove this one")
         else:
-            _atomic_write(path, lambda handle: handle.write((json.dumps(described, indent=2) + "\n").encode()))
+            atomic_write(path, lambda handle: handle.write((json.dumps(described, indent=2) + "\n").encode()))
         self.job = described
 
     def path(self, index: int) -> Path:
@@ -65,7 +57,7 @@ class ShardStore:
 
     def write(self, index: int, arrays: dict) -> Path:
         path = self.path(index)
-        _atomic_write(path, lambda handle: np.savez(handle, **{k: np.asarray(v) for k, v in arrays.items()}))
+        atomic_write(path, lambda handle: np.savez(handle, **{k: np.asarray(v) for k, v in arrays.items()}))
         return path
 
     def read(self, index: int) -> dict[str, np.ndarray]:

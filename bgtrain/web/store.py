@@ -8,11 +8,10 @@ history); the tree itself is rebuilt from the position and the dice.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from bgtrain.files import atomic_write
 from bgtrain.web.turn import Node, TurnTree
 
 FIELDS = ("score", "game_number", "crawford", "crawford_done", "games", "phase", "turn", "board",
@@ -52,14 +51,6 @@ def restore(session, data: dict) -> None:
 
 
 def write_atomically(path: Path, data: dict) -> None:
-    """``data`` as JSON at ``path``: a temporary file in the same directory renamed into place, so a
+    """``data`` as JSON at ``path``, through the one atomic writer (``bgtrain.files.atomic_write``): a
     reader (or a crash) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as file:
-            json.dump(data, file)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    atomic_write(path, json.dumps(data))
