@@ -371,21 +371,21 @@ def _check_ply(ply: int) -> int:
     return ply
 
 
-def _two_sided(two_sided, device) -> TwoSidedBearoffDatabase | None:
-    if two_sided is None or two_sided is False:
+def _database(kind, load_cached, given, device):
+    """A database from what a caller gave: None/False for none, an instance, True for the cached one
+    (built on first use), or a path."""
+    if given is None or given is False:
         return None
-    if isinstance(two_sided, TwoSidedBearoffDatabase):
-        return two_sided.to(device)
-    if two_sided is True:
-        return load_two_sided_database(device=device)
-    return TwoSidedBearoffDatabase.load(two_sided, device)
+    if isinstance(given, kind):
+        return given.to(device)
+    if given is True:
+        return load_cached(device=device)
+    return kind.load(given, device)
+
+
+def _two_sided(two_sided, device) -> TwoSidedBearoffDatabase | None:
+    return _database(TwoSidedBearoffDatabase, load_two_sided_database, two_sided, device)
 
 
 def _bearoff(bearoff, device) -> BearoffDatabase | None:
-    if bearoff is None or bearoff is False:
-        return None
-    if isinstance(bearoff, BearoffDatabase):
-        return bearoff.to(device)
-    if bearoff is True:
-        return load_bearoff_database(device=device)
-    return BearoffDatabase.load(bearoff, device)
+    return _database(BearoffDatabase, load_bearoff_database, bearoff, device)

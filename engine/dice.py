@@ -102,3 +102,26 @@ class ScriptedDice:
         if bool((seats[:, 0] == seats[:, 1]).any()):
             raise ValueError("a scripted opening roll cannot be a tie: ties are rolled again")
         return _larger_first(seats), (seats[:, 1] > seats[:, 0]).to(torch.int8)
+
+
+class Mirrored:
+    """Dice for ``2 * pairs`` games from a source of ``pairs`` streams: game i and game i + pairs get
+    the same rolls, turn for turn (seat-swapped pairs in a duel)."""
+
+    def __init__(self, source: DiceSource, pairs: int) -> None:
+        self.source = source
+        self.pairs = pairs
+
+    def _check(self, batch: int) -> None:
+        if batch != 2 * self.pairs:
+            raise ValueError(f"mirrored dice serve {2 * self.pairs} games, not {batch}")
+
+    def roll(self, batch: int) -> torch.Tensor:
+        self._check(batch)
+        dice = self.source.roll(self.pairs)
+        return torch.cat([dice, dice])
+
+    def opening(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        self._check(batch)
+        dice, first_seat = self.source.opening(self.pairs)
+        return torch.cat([dice, dice]), torch.cat([first_seat, first_seat])

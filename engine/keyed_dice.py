@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from engine.dice import Mirrored
+
 _MASK32 = 0xFFFFFFFF
 _OPENING_TAG, _ROLL_TAG = 0x0B5E55ED, 0x00D1CE00
 
@@ -95,26 +97,11 @@ class KeyedDice:
         return _larger_first(seats), first_seat
 
 
-class KeyedMirroredDice:
+class KeyedMirroredDice(Mirrored):
     """Dice for the ``2 * pairs`` games of the seat-swapped pairs ``first_pair .. first_pair + pairs - 1``:
     game i and game i + pairs get the rolls of stream ``first_pair + i``, turn for turn (the keyed
     counterpart of ``bgtrain.arena.duel.MirroredDice``)."""
 
     def __init__(self, seed: int, first_pair: int, pairs: int, device: torch.device | str = "cpu") -> None:
         streams = torch.arange(first_pair, first_pair + pairs, dtype=torch.int64)
-        self.source = KeyedDice(seed, streams, device)
-        self.pairs = pairs
-
-    def _check(self, batch: int) -> None:
-        if batch != 2 * self.pairs:
-            raise ValueError(f"mirrored dice serve {2 * self.pairs} games, not {batch}")
-
-    def roll(self, batch: int) -> torch.Tensor:
-        self._check(batch)
-        dice = self.source.roll(self.pairs)
-        return torch.cat([dice, dice])
-
-    def opening(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-        self._check(batch)
-        dice, first_seat = self.source.opening(self.pairs)
-        return torch.cat([dice, dice]), torch.cat([first_seat, first_seat])
+        super().__init__(KeyedDice(seed, streams, device), pairs)

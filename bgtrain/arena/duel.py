@@ -13,33 +13,19 @@ from dataclasses import asdict, dataclass, fields
 import torch
 
 from bgtrain.arena.agents import Agent
-from engine.dice import RandomDice
+from engine.dice import Mirrored, RandomDice
 from engine.game import new_games, play
 from engine.movegen import Afterstates, legal_afterstates
 from engine.rules import STANDARD, Rules
 from engine.state import State
 
 
-class MirroredDice:
-    """Dice for ``2 * pairs`` games: game i and game i + pairs get the same rolls, turn for turn."""
+class MirroredDice(Mirrored):
+    """Dice for ``2 * pairs`` games from one seeded generator: game i and game i + pairs get the same
+    rolls, turn for turn."""
 
     def __init__(self, seed: int, pairs: int, device: torch.device | str = "cpu") -> None:
-        self.source = RandomDice(seed, device)
-        self.pairs = pairs
-
-    def _check(self, batch: int) -> None:
-        if batch != 2 * self.pairs:
-            raise ValueError(f"mirrored dice serve {2 * self.pairs} games, not {batch}")
-
-    def roll(self, batch: int) -> torch.Tensor:
-        self._check(batch)
-        dice = self.source.roll(self.pairs)
-        return torch.cat([dice, dice])
-
-    def opening(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-        self._check(batch)
-        dice, first_seat = self.source.opening(self.pairs)
-        return torch.cat([dice, dice]), torch.cat([first_seat, first_seat])
+        super().__init__(RandomDice(seed, device), pairs)
 
 
 @dataclass(frozen=True)
