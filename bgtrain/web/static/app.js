@@ -6,22 +6,34 @@ const $ = (id) => document.getElementById(id);
 let socket = null, state = null, busy = false, queue = [], clockDeadline = null;
 // The tutor holds back the last roll/double/take/pass/confirm: it is resent with force on request.
 let lastTutored = null;
+// A request of this page is on its way and its answer has not come: no second request is sent
+// against the state it will replace, and body[data-busy] says "yes" (what tests wait on) from the
+// moment of sending, not only while the answer is played back.
+let awaiting = false;
 
 const board = new BoardView($("board"), {
   onTarget: (target) => send({action: "move", from: board.selected, to: target}),
 });
 
 function send(message) {
-  if (busy || !socket || socket.readyState !== WebSocket.OPEN) return;
+  if (busy || awaiting || !socket || socket.readyState !== WebSocket.OPEN) return;
   if (["roll", "double", "take", "pass", "confirm"].includes(message.action)) lastTutored = message;
+  awaiting = true;
+  document.body.dataset.busy = "yes";
   socket.send(JSON.stringify(message));
 }
 
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   socket = new WebSocket(`${scheme}://${location.host}/ws`);
-  socket.onmessage = (message) => { queue.push(JSON.parse(message.data)); if (!busy) drain(); };
-  socket.onclose = () => { setStatus("connection lost: reconnecting...", true); setTimeout(connect, 1000); };
+  // The server answers every request once; any message (an answer, or the clock's or another tab's
+  // update, which replaces the state as well) ends the wait.
+  socket.onmessage = (message) => { awaiting = false; queue.push(JSON.parse(message.data)); if (!busy) drain(); };
+  socket.onclose = () => {
+    awaiting = false;
+    setStatus("connection lost: reconnecting...", true);
+    setTimeout(connect, 1000);
+  };
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -40,7 +52,7 @@ async function drain() {
     }
   }
   busy = false;
-  document.body.dataset.busy = "no";
+  document.body.dataset.busy = awaiting ? "yes" : "no";
 }
 
 async function playUpdate(update) {
