@@ -373,6 +373,7 @@ def test_a_distributed_rollout_chunk_keeps_whole_strata():
         trial_chunks(100, 50)
 
 
+@pytest.mark.slow
 def test_rollout_on_ray_from_the_command_line_matches_in_process(cluster):
     address = ray.get_runtime_context().gcs_address
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "BGTRAIN_COMPILE": "never"}
@@ -383,6 +384,12 @@ def test_rollout_on_ray_from_the_command_line_matches_in_process(cluster):
         done = subprocess.run(common + extra, env=environment, check=True, capture_output=True, text=True)
         reports[name] = json.loads(done.stdout)
     assert reports["ray"]["positions"] == reports["process"]["positions"]
-    refused = subprocess.run(common + ["--executor", "ray", "--target-se", "0.01"], check=False, env=environment,
-                             capture_output=True, text=True)
-    assert refused.returncode == 2 and "in process only" in refused.stderr
+
+
+def test_rollout_refuses_in_process_only_options_with_ray(capsys):
+    from bgtrain.cli import main
+
+    for extra in (["--target-se", "0.01"], ["--dice", "31"]):
+        assert main(["rollout", "4HPwATDgc/ABMA", "--trials", "36", "--model", ROLLOUT_MODEL, "--executor", "ray",
+                     *extra]) == 2
+        assert "in process only" in capsys.readouterr().err
