@@ -1,12 +1,16 @@
-"""Throughput of the distributed executor: benchmark games and self-play with 1 and 2 Ray workers
-(the scaling ratio measured in one run), against the in-process executor, and the overhead per task.
+"""Throughput of the distributed executor: benchmark games, self-play and rollouts with 1 and 2 Ray
+workers (the scaling ratio measured in one run), against the in-process executor, and the overhead
+per task.
 
-    python scripts/bench_distributed.py [--games 4096] [--chunk-pairs 256] [--repeats 3]
+    python scripts/bench_distributed.py [--games 4096] [--chunk-pairs 256] [--rollout-trials 1296]
+                                        [--rollout-chunk 324] [--jobs bench,selfplay,rollout,echo] [--repeats 3]
 
 Every worker runs one torch thread. Before timing, each worker plays a warm-up job (the engine
 compiles its kernels once per process). Printed: medians of ``--repeats`` runs, the machine's load
 average before and after (the cores may be shared), and a signature (the duel's points per game and
-a hash of the self-play shards) that must be the same in process and on Ray.
+a hash of the self-play shards and of the rollout's per-trial results) that must be the same in
+process and on Ray. The rollout: the default model's 0-ply whole-game rollout of two positions
+(``bgtrain.distributed.rollouts``), figures in trials per second (position-trials).
 """
 
 from __future__ import annotations
@@ -22,10 +26,15 @@ import torch
 from bgtrain.config import load_config
 from bgtrain.distributed.duels import play_duel_chunked
 from bgtrain.distributed.executor import InProcessExecutor, WorkUnit, make_executor, run_tasks
+from bgtrain.distributed.rollouts import model_recipe, rollout_distributed
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
 from bgtrain.network import ValueNetwork
+from bgtrain.rollout import RolloutSettings
+from engine.position_id import decode_position_id
 
 MODEL = "checkpoints/bgtrain-default.pt"
+ROLLOUT_POSITIONS = ("4HPwATDgc/ABMA", "4OvgATDgc+QBUA")  # the start, a middle game with anchors
+JOBS = ("bench", "selfplay", "rollout", "echo")
 
 
 def _nothing(context, device):
@@ -57,8 +66,14 @@ def main() -> None:
     parser.add_argument("--shard-games", type=int, default=256)
     parser.add_argument("--shard-turns", type=int, default=64)
     parser.add_argument("--overhead-tasks", type=int, default=400)
+    parser.add_argument("--rollout-trials", type=int, default=1296)
+    parser.add_argument("--rollout-chunk", type=int, default=324)
+    parser.add_argument("--jobs", default=",".join(JOBS), help="which jobs to time, comma-separated")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    jobs = [job.strip() for job in args.jobs.split(",")]
+    if not jobs or any(job not in JOBS for job in jobs):
+        parser.error(f"--jobs: a comma-separated subset of {','.join(JOBS)}")
     torch.set_num_threads(1)
     import ray
 
@@ -68,17 +83,27 @@ def main() -> None:
     config = load_config("configs/default.toml", [f"train.buffer_turns={16}"])
     torch.manual_seed(0)
     context = selfplay_context(ValueNetwork("tesauro198", (80,)), 0, config)
+    rollout_boards = torch.stack([decode_position_id(text) for text in ROLLOUT_POSITIONS])
+    recipe = model_recipe(MODEL)  # read once, as the command does
+
+    def rollout_job(executor):
+        result = rollout_distributed(MODEL, rollout_boards, RolloutSettings(), seed=5, trials=args.rollout_trials,
+                                     chunk=args.rollout_chunk, executor=executor, recipe=recipe)
+        digest = hashlib.sha256(result.outcomes.numpy().tobytes() + result.plies.numpy().tobytes())
+        return digest.hexdigest()[:16], result.positions * result.trials
 
     def duel(executor):
         return play_duel_chunked(MODEL, "pubeval", args.games, seed=1, executor=executor, chunk_pairs=args.chunk_pairs)
 
     def measure(executor) -> dict:
-        return {
+        every = {
             "bench": lambda: duel(executor),
             "selfplay": lambda: selfplay_job(executor, context, args.shards, args.shard_games, args.shard_turns),
+            "rollout": lambda: rollout_job(executor),
             "echo": lambda: list(run_tasks(executor, ECHO, executor.share(None),
                                            [(k, k) for k in range(args.overhead_tasks)])),
         }
+        return {name: every[name] for name in jobs}
 
     # Three executors live at once (the in-process one, 1 worker, 2 workers: Ray is told of 3 CPUs so
     # that all three actors exist; an idle actor uses no CPU) and their runs are interleaved, so that
@@ -86,9 +111,13 @@ def main() -> None:
     executors = {"in process": InProcessExecutor(), "ray, 1 worker": make_executor("ray", workers=1),
                  "ray, 2 workers": make_executor("ray", workers=2)}
     for executor in executors.values():  # warm-up: every worker compiles the engine's kernels once
-        duel(executor)
-        selfplay_job(executor, context, 2 * executor.workers, args.shard_games, args.shard_turns)
-    times: dict[str, dict[str, list[float]]] = {name: {"bench": [], "selfplay": [], "echo": []} for name in executors}
+        if "bench" in jobs:
+            duel(executor)
+        if "selfplay" in jobs:
+            selfplay_job(executor, context, 2 * executor.workers, args.shard_games, args.shard_turns)
+        if "rollout" in jobs:
+            rollout_job(executor)
+    times: dict[str, dict[str, list[float]]] = {name: {job: [] for job in jobs} for name in executors}
     results: dict[str, dict] = {name: {} for name in executors}
     for _ in range(args.repeats):
         for name, executor in executors.items():
@@ -99,21 +128,31 @@ def main() -> None:
     for executor in executors.values():
         executor.close()
     ray.shutdown()
-    rows = {
-        name: ((statistics.median(times[name]["bench"]), results[name]["bench"]),
-               (statistics.median(times[name]["selfplay"]), results[name]["selfplay"]),
-               statistics.median(times[name]["echo"]))
-        for name in executors
-    }
-
+    seconds = {name: {job: statistics.median(times[name][job]) for job in jobs} for name in executors}
     print(f"bench: {MODEL} vs pubeval, {args.games} games in chunks of {args.chunk_pairs} pairs; self-play: "
-          f"{args.shards} shards of {args.shard_games} games x {args.shard_turns} turns (198-80-5)")
-    print(f"{'executor':<16} {'bench games/s':>14} {'self-play positions/s':>22} {'overhead ms/task':>17}  signature")
-    for name, ((duel_seconds, result), (play_seconds, (digest, positions)), echo_seconds) in rows.items():
-        print(f"{name:<16} {args.games / duel_seconds:>14,.0f} {positions / play_seconds:>22,.0f} "
-              f"{1000 * echo_seconds / args.overhead_tasks:>17.2f}  ppg {result.points_per_game:+.4f}, shards {digest}")
-    one, two = rows["ray, 1 worker"], rows["ray, 2 workers"]
-    print(f"scaling 1 -> 2 workers: bench x{one[0][0] / two[0][0]:.2f}, self-play x{one[1][0] / two[1][0]:.2f}")
+          f"{args.shards} shards of {args.shard_games} games x {args.shard_turns} turns (198-80-5); rollout: "
+          f"{len(ROLLOUT_POSITIONS)} positions x {args.rollout_trials} trials, 0-ply whole games, in chunks of "
+          f"{args.rollout_chunk}")
+    columns = {"bench": "bench games/s", "selfplay": "self-play positions/s", "rollout": "rollout trials/s",
+               "echo": "overhead ms/task"}
+    print(f"{'executor':<16} " + " ".join(f"{columns[job]:>22}" for job in jobs) + "  signature")
+    for name in executors:
+        cells, signature = [], []
+        for job in jobs:
+            result, elapsed = results[name][job], seconds[name][job]
+            if job == "bench":
+                cells.append(args.games / elapsed)
+                signature.append(f"ppg {result.points_per_game:+.4f}")
+            elif job in ("selfplay", "rollout"):
+                cells.append(result[1] / elapsed)
+                signature.append(f"{job} {result[0]}")
+            else:
+                cells.append(1000 * elapsed / args.overhead_tasks)
+        print(f"{name:<16} " + " ".join(f"{cell:>22,.2f}" if job == "echo" else f"{cell:>22,.0f}"
+                                        for job, cell in zip(jobs, cells)) + "  " + ", ".join(signature))
+    scaling = [f"{job} x{seconds['ray, 1 worker'][job] / seconds['ray, 2 workers'][job]:.2f}"
+               for job in jobs if job != "echo"]
+    print("scaling 1 -> 2 workers: " + ", ".join(scaling))
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -93,3 +93,27 @@ def test_cli_generate_and_info(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["shards_planned"] == 2
     assert main(["dataset", "generate", "--out", str(out), "--positions", "10", "--labeller", "best"]) == 2
     assert "unknown labeller" in capsys.readouterr().err
+
+
+def test_the_rollout_labeller_gives_rollout_means_and_their_errors(evaluator):
+    from bgtrain.datasets import labeller_from_spec
+    from bgtrain.datasets.labellers import RolloutLabeller
+    from engine.position_id import decode_position_id
+
+    boards = torch.stack([decode_position_id("4HPwATDgc/ABMA"), decode_position_id("4OvgATDgc+QBUA"),
+                          decode_position_id("sGfwATDgc/ABMA")])
+    labeller = RolloutLabeller(evaluator, 36, truncate=2, model="tiny")
+    targets, errors = labeller.label(boards)
+    assert targets.shape == errors.shape == (3, 5) and targets.dtype == errors.dtype == torch.float32
+    assert bool((errors[:, 0] > 0).all()), "a rollout's win probability has a positive standard error"
+    assert bool(((targets >= 0) & (targets <= 1)).all())
+    # Two plies and then the 0-ply value: the mean stays near the evaluator's own estimate.
+    assert float((targets[:, 0] - evaluator.probabilities(boards, 0)[:, 0]).abs().max()) < 0.25
+    again, _ = labeller.label(boards)
+    assert torch.equal(again, targets), "a batch's label depends on the batch alone"
+    assert labeller.describe() == {"kind": "rollout", "trials": 36, "truncate": 2, "ply": 0, "seed": 0,
+                                   "model": "tiny"}
+    with pytest.raises(ValueError, match="unknown or repeated option"):
+        labeller_from_spec("rollout:36:depth=3", "unused.pt")
+    with pytest.raises(ValueError, match="at least 2 trials"):
+        RolloutLabeller(evaluator, 1)

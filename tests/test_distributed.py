@@ -297,3 +297,99 @@ def test_bench_on_ray_from_the_command_line_matches_in_process(cluster, tmp_path
     assert reports["ray"]["executor"] == "ray"
     same = ("points_per_game", "interval95", "a_win", "a_gammon", "b_win", "b_gammon", "games")
     assert {k: reports["ray"][k] for k in same} == {k: reports["process"][k] for k in same}
+
+
+# --- rollouts: chunks of trials on any executor, the same numbers to the bit ----------------------------
+
+ROLLOUT_MODEL = str(ROOT / "checkpoints" / "bgtrain-default.pt")
+
+
+def _rollout_inputs():
+    from bgtrain.cube import CubeState
+    from bgtrain.rollout import RolloutSettings
+    from engine.position_id import decode_position_id
+
+    boards = torch.stack([decode_position_id("4HPwATDgc/ABMA"), decode_position_id("4OvgATDgc+QBUA")])
+    return boards, RolloutSettings(truncate=6, cube=True), CubeState(2, "centred")
+
+
+def _same_rollout(a, b) -> bool:
+    arrays = ("boards", "outcomes", "raw_outcomes", "plies", "cubeful", "raw_cubeful", "streams")
+    return (all(torch.equal(getattr(a, name), getattr(b, name)) for name in arrays)
+            and (a.first_trial, a.settings, a.seed, a.rules) == (b.first_trial, b.settings, b.seed, b.rules))
+
+
+@pytest.fixture(scope="module")
+def reference_rollout():
+    """108 trials of two positions in one in-process batch: what every chunking must reproduce."""
+    from bgtrain.evaluator import Evaluator
+    from bgtrain.rollout import rollout
+
+    boards, settings, cube = _rollout_inputs()
+    return rollout(Evaluator.from_path(ROLLOUT_MODEL), boards, settings, seed=11, trials=108, cubes=cube)
+
+
+def test_a_rollout_on_ray_is_the_in_process_rollout_to_the_bit(cluster, reference_rollout, tmp_path):
+    from bgtrain.distributed.rollouts import rollout_distributed
+
+    boards, settings, cube = _rollout_inputs()
+    executor = make_executor("ray", workers=2)
+    try:
+        on_ray = rollout_distributed(ROLLOUT_MODEL, boards, settings, seed=11, trials=108, chunk=36, cubes=cube,
+                                     executor=executor, work_dir=tmp_path / "shards")
+    finally:
+        executor.close()
+    assert _same_rollout(on_ray, reference_rollout)
+    assert len(list((tmp_path / "shards").glob("shard_*.npz"))) == 3
+    resumed = rollout_distributed(ROLLOUT_MODEL, boards, settings, seed=11, trials=108, chunk=36, cubes=cube,
+                                  work_dir=tmp_path / "shards")  # every chunk read back from its shard
+    assert _same_rollout(resumed, reference_rollout)
+
+
+def test_a_rollout_survives_a_killed_worker(cluster, reference_rollout):
+    import threading
+
+    from bgtrain.distributed.rollouts import rollout_distributed
+
+    boards, settings, cube = _rollout_inputs()
+    executor = make_executor("ray", workers=1)
+    killer = threading.Timer(1.0, lambda: ray.kill(executor.actors[0]))
+    try:
+        killer.start()
+        result = rollout_distributed(ROLLOUT_MODEL, boards, settings, seed=11, trials=108, chunk=36, cubes=cube,
+                                     executor=executor)
+    finally:
+        killer.cancel()
+        executor.close()
+    assert executor.retried >= 1, "the worker was killed while it held chunks"
+    assert _same_rollout(result, reference_rollout)
+
+
+def test_a_distributed_rollout_chunk_keeps_whole_strata():
+    from bgtrain.distributed.rollouts import trial_chunks
+
+    assert trial_chunks(100, 36) == [(0, 36), (36, 36), (72, 28)]
+    with pytest.raises(ValueError, match="multiple of 36"):
+        trial_chunks(100, 50)
+
+
+@pytest.mark.slow
+def test_rollout_on_ray_from_the_command_line_matches_in_process(cluster):
+    address = ray.get_runtime_context().gcs_address
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "BGTRAIN_COMPILE": "never"}
+    common = [sys.executable, "-m", "bgtrain.cli", "rollout", "4HPwATDgc/ABMA", "--trials", "72", "--truncate", "4",
+              "--threads", "1", "--json", "--quiet", "--model", ROLLOUT_MODEL]
+    reports = {}
+    for name, extra in (("process", []), ("ray", ["--executor", "ray", "--address", address, "--chunk", "36"])):
+        done = subprocess.run(common + extra, env=environment, check=True, capture_output=True, text=True)
+        reports[name] = json.loads(done.stdout)
+    assert reports["ray"]["positions"] == reports["process"]["positions"]
+
+
+def test_rollout_refuses_in_process_only_options_with_ray(capsys):
+    from bgtrain.cli import main
+
+    for extra in (["--target-se", "0.01"], ["--dice", "31"]):
+        assert main(["rollout", "4HPwATDgc/ABMA", "--trials", "36", "--model", ROLLOUT_MODEL, "--executor", "ray",
+                     *extra]) == 2
+        assert "in process only" in capsys.readouterr().err

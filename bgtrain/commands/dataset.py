@@ -8,7 +8,7 @@
 ``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
 ``--select-ply`` evaluations disagree by more than ``--select-threshold`` equity (others with
 probability ``--keep-agreeing``), labels them with the labeller (``ply:N``: the model's N-ply
-evaluation; ``rollout:TRIALS`` once ``bgtrain.rollout`` exists) and writes shards of ``--shard-size``
+evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard errors) and writes shards of ``--shard-size``
 positions. Rerun the same command after a kill: complete shards are kept, the rest are written, and
 the result is the same as an uninterrupted run's.
 """
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--positions", type=int, required=True)
     generate.add_argument("--shard-size", type=int, default=10_000)
     generate.add_argument("--seed", type=int, default=0)
-    generate.add_argument("--labeller", default="ply:1", help="ply:N or rollout:TRIALS")
+    generate.add_argument("--labeller", default="ply:1", help="ply:N or rollout:TRIALS[:truncate=K]")
     generate.add_argument("--games", type=int, default=512, help="self-play games in lock step")
     generate.add_argument("--epsilon", type=float, default=0.05, help="probability of a random play")
     generate.add_argument("--temperature", type=float, default=0.0, help="softmax play on equity / T (0: greedy)")

@@ -2,6 +2,7 @@
 
     bgtrain rollout POSITION... [--trials 1296] [--ply N] [--truncate K] [--cube] [--dice 31] [--top N]
                     [--target-se X] [--seed S] [--model M] [--json] [--device D]
+                    [--executor process|ray [--address A] [--workers N]] [--work-dir DIR]
 
 POSITION is a GNU Backgammon position ID (optionally ``:matchID``) or an XGID, the side to move before
 its roll; several positions are rolled out together, in one batch. Each trial plays the checkers at
@@ -19,6 +20,11 @@ the best with the standard error of the difference.
 
 ``--target-se X`` stops early, between chunks of ``--chunk`` trials, once every equity's standard error
 is at most X. A progress bar on standard error shows the running equity (``--quiet`` hides it).
+
+``--executor ray`` runs chunks of ``--chunk`` trials (a multiple of 36; default 324) on a Ray cluster
+(``bgtrain.distributed.rollouts``), with the same numbers as in process for the same seed; ``--work-dir
+DIR`` writes each chunk as a shard there and a rerun resumes. ``--dice`` and ``--target-se`` run in
+process only.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import torch
 from bgtrain.commands import add_device, add_seed, add_threads, apply_threads
 from bgtrain.commands.eval import OUTCOME_NAMES, PROBABILITY_HEADER, default_model
 from bgtrain.cube import CubeState
+from bgtrain.distributed.executor import add_executor_arguments, executor_from_args
 from bgtrain.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings
 from bgtrain.rollout.chunks import DEFAULT_CHUNK, rollout_in_chunks
@@ -65,6 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_threads(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_executor_arguments(parser)
 
 
 def _number(value: float) -> float | None:
@@ -122,6 +130,9 @@ def build_report(args: argparse.Namespace) -> dict:
                      "variance_reduction": settings.variance_reduction, "cube": settings.cube,
                      "jacoby": settings.jacoby, "seed": args.seed, "target_se": args.target_se},
     }
+    distributed = args.executor != "process" or args.work_dir or args.address
+    if distributed and (dice is not None or args.target_se is not None):
+        raise ValueError("--dice and --target-se run in process only: use them without --executor ray and --work-dir")
     start = time.perf_counter()
     if dice is not None:
         plays = rollout_plays(evaluator, boards[0], dice, settings, top=args.top, cube=cubes[0], **chunking)
@@ -129,6 +140,12 @@ def build_report(args: argparse.Namespace) -> dict:
         report["dice"] = list(dice)
         report["plays"] = _plays_report(plays)
         trials = plays.result.trials
+    elif distributed:
+        result = _rollout_chunked(args, model, boards, settings, cubes)
+        report["executor"] = args.executor
+        report["positions"] = [_position_report(text, result, index, cubes[index])
+                               for index, text in enumerate(args.positions)]
+        trials = result.trials
     else:
         result = rollout_in_chunks(evaluator, boards, settings, cubes=cubes, **chunking)
         report["positions"] = [_position_report(text, result, index, cubes[index])
@@ -138,6 +155,18 @@ def build_report(args: argparse.Namespace) -> dict:
     report["trials_played"] = trials
     report["seconds"] = round(seconds, 3)
     return report
+
+
+def _rollout_chunked(args: argparse.Namespace, model: Path, boards: torch.Tensor, settings, cubes):
+    from bgtrain.distributed.rollouts import DEFAULT_DISTRIBUTED_CHUNK, rollout_distributed
+
+    chunk = args.chunk or (DEFAULT_DISTRIBUTED_CHUNK if args.executor == "ray" else DEFAULT_CHUNK)
+    executor = executor_from_args(args)
+    try:
+        return rollout_distributed(model, boards, settings, seed=args.seed, trials=args.trials, chunk=chunk,
+                                   cubes=cubes, executor=executor, work_dir=args.work_dir)
+    finally:
+        executor.close()
 
 
 def _describe(text: str, board: torch.Tensor) -> dict:

@@ -1,8 +1,8 @@
 """Labelled position datasets: positions from noisy self-play, labelled by a deep evaluation, in shards.
 
 ``shards`` (the on-disk format: shard files and the manifest, written atomically, read back as
-tensors), ``labellers`` (what gives a position its target: an n-ply ``Evaluator``; rollouts plug in
-through the same ``Labeller`` protocol), ``generate`` (self-play with exploration, selection of the
+tensors), ``labellers`` (what gives a position its target: an n-ply ``Evaluator`` or a rollout,
+through the ``Labeller`` protocol), ``generate`` (self-play with exploration, selection of the
 positions where a cheap and a deep evaluation disagree, resumable and deterministic shard by shard).
 The format is documented in ``docs/datasets.md``.
 """

@@ -1,4 +1,4 @@
-"""What gives a position its training target: the ``Labeller`` protocol and the n-ply labeller.
+"""What gives a position its training target: the ``Labeller`` protocol, the n-ply and rollout labellers.
 
 A labeller maps positions ``int8[N, 28]`` (side to move, before its roll) to targets ``float32[N, 5]``
 (``bgtrain.outcomes``: cumulative outcome probabilities for the side to move) and their standard errors
@@ -8,6 +8,7 @@ the standard error of its mean), and describes itself as plain data for the data
 
 from __future__ import annotations
 
+import zlib
 from typing import Any, Protocol
 
 import torch
@@ -41,18 +42,66 @@ class PlyLabeller:
         return {"kind": "ply", "ply": self.ply, "model": self.model}
 
 
+class RolloutLabeller:
+    """Rollout means (``bgtrain.rollout.rollout``, cubeless, variance-reduced) and their standard errors.
+
+    ``trials`` per position, checker play at ``ply``, each trial ``truncate`` plies at most (None: to
+    the end). The dice seed of a batch is ``seed`` mixed with a checksum of its boards, so the label
+    of a batch is a function of the batch alone (a dataset shard stays a function of its seed and
+    index) while different batches get different dice. A luck-corrected mean may leave [0, 1] by a
+    little: the targets are clamped into it; the errors are of the unclamped means.
+    """
+
+    def __init__(self, evaluator: Evaluator, trials: int, truncate: int | None = None, ply: int = 0,
+                 model: str = "", seed: int = 0) -> None:
+        from bgtrain.rollout import RolloutSettings
+
+        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2:
+            raise ValueError(f"a rollout labeller needs at least 2 trials for a standard error, not {trials!r}")
+        self.evaluator = evaluator
+        self.trials = trials
+        self.settings = RolloutSettings(ply=evaluator._check_ply(ply), truncate=truncate)
+        self.model = model
+        self.seed = seed
+
+    @classmethod
+    def from_spec(cls, argument: str, model: str, device: str = "cpu") -> RolloutLabeller:
+        """``TRIALS[:truncate=K][:ply=N]``, e.g. ``1296:truncate=10``."""
+        trials, *options = argument.split(":")
+        if not trials.isdigit():
+            raise ValueError(f"labeller 'rollout:{argument}': write rollout:TRIALS[:truncate=K][:ply=N], e.g. rollout:1296")
+        values: dict[str, int] = {}
+        for option in options:
+            key, _, value = option.partition("=")
+            if key not in ("truncate", "ply") or not value.isdigit() or key in values:
+                raise ValueError(f"labeller 'rollout:{argument}': unknown or repeated option {option!r} "
+                                 "(known: truncate=K, ply=N)")
+            values[key] = int(value)
+        return cls(Evaluator.from_path(model, device), int(trials), values.get("truncate"), values.get("ply", 0),
+                   model)
+
+    def label(self, boards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        from bgtrain.rollout import rollout
+
+        checksum = zlib.crc32(boards.to(torch.int8).cpu().numpy().tobytes())
+        result = rollout(self.evaluator, boards, self.settings, seed=self.seed * (1 << 32) + checksum,
+                         trials=self.trials)
+        mean, error = result.probabilities()
+        return mean.clamp(0.0, 1.0).to(torch.float32), error.to(torch.float32)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "rollout", "trials": self.trials, "truncate": self.settings.truncate,
+                "ply": self.settings.ply, "seed": self.seed, "model": self.model}
+
+
 def labeller_from_spec(spec: str, model: str, device: str = "cpu") -> Labeller:
-    """``"ply:N"`` -> a ``PlyLabeller`` on ``model`` at N plies; ``"rollout:TRIALS"`` once
-    ``bgtrain.rollout`` provides one. A ValueError names an unknown spec."""
+    """``"ply:N"`` -> a ``PlyLabeller`` on ``model`` at N plies; ``"rollout:TRIALS[:truncate=K][:ply=N]"``
+    -> a ``RolloutLabeller``. A ValueError names an unknown spec."""
     kind, _, argument = spec.partition(":")
     if kind == "ply":
         if not argument.isdigit():
             raise ValueError(f"labeller {spec!r}: write ply:N with N a non-negative integer, e.g. ply:1")
         return PlyLabeller(Evaluator.from_path(model, device), int(argument), model)
     if kind == "rollout":
-        try:
-            from bgtrain.rollout import RolloutLabeller  # type: ignore[attr-defined]
-        except ImportError:
-            raise ValueError("labeller 'rollout:...' needs bgtrain.rollout, which this bgtrain does not have yet") from None
         return RolloutLabeller.from_spec(argument, model, device)
-    raise ValueError(f"unknown labeller {spec!r}; known: ply:N, rollout:TRIALS")
+    raise ValueError(f"unknown labeller {spec!r}; known: ply:N, rollout:TRIALS[:truncate=K]")

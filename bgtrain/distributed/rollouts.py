@@ -1,0 +1,125 @@
+"""Rollouts as jobs of seeded trial chunks, on any executor, resumable from shards.
+
+``ROLLOUT_CHUNK``: trials ``first_trial .. first_trial + trials - 1`` of every position. Context: the
+model (a checkpoint's architecture and weights as numpy arrays and its variant; an ONNX file by its
+path, which must be on a shared filesystem), the rollout settings, the boards, their dice streams and
+cubes. Task: ``seed``, ``first_trial``, ``trials``. Result: the chunk's per-trial arrays
+(``outcomes``/``raw_outcomes float64[P, T, 5]``, ``plies int32[P, T]``, and with the cube
+``cubeful``/``raw_cubeful float64[P, T]``), float64 so that nothing is rounded on the way back.
+
+A trial's values depend only on (seed, dice stream, trial index) and the evaluator (whose evaluation is
+batch-invariant, ``bgtrain.rollout.batching``), so the chunks merge (``RolloutResult.merge``) into
+exactly the result of one in-process ``rollout`` of all the trials, wherever and in whatever order the
+chunks ran. Chunks are multiples of 36 trials, so each covers whole strata of first rolls
+(``bgtrain.rollout.dice``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from bgtrain.cube import CubeState
+from bgtrain.distributed.duels import run_sharded
+from bgtrain.distributed.executor import Executor, InProcessExecutor, WorkUnit
+from bgtrain.distributed.shards import ShardStore
+from bgtrain.distributed.work import network_arrays, network_from_arrays
+from bgtrain.rollout.play import RolloutSettings, rollout
+from bgtrain.rollout.result import RolloutResult
+from engine.variants import get_rules
+
+STRATUM = 36  # one first roll of each kind: a chunk of a multiple of this keeps the stratification
+DEFAULT_DISTRIBUTED_CHUNK = 324
+_ARRAYS = ("outcomes", "raw_outcomes", "plies", "cubeful", "raw_cubeful")
+
+
+def model_recipe(model: str | Path) -> dict:
+    """What a worker needs to rebuild the evaluator of ``model``: a checkpoint is read here, once."""
+    if Path(model).suffix.lower() == ".onnx":
+        from bgtrain.export.onnx_reader import OnnxValueModel
+
+        return {"path": str(model), "variant": OnnxValueModel(model, "cpu").rules.name}
+    from bgtrain.checkpoint import load_network, trained_variant
+
+    network, payload = load_network(model, "cpu")
+    return {"model": network.model_args(), "weights": network_arrays(network), "variant": trained_variant(payload)}
+
+
+def evaluator_from_recipe(recipe: dict, device: str):
+    from bgtrain.evaluator import Evaluator
+
+    if "path" in recipe:
+        return Evaluator.from_path(recipe["path"], device)
+    network = network_from_arrays(recipe["model"], recipe["weights"], device)
+    return Evaluator.from_network(network, get_rules(recipe["variant"]))
+
+
+def rollout_context(recipe: dict, boards: torch.Tensor, settings: RolloutSettings, streams: torch.Tensor,
+                    cubes: list[CubeState]) -> dict:
+    return {"recipe": recipe, "settings": asdict(settings), "boards": boards.cpu().numpy(),
+            "streams": streams.cpu().numpy(), "cubes": [[cube.value, cube.owner] for cube in cubes]}
+
+
+def _prepare_rollout(context: dict, device: str) -> dict:
+    # torch.tensor copies: arrays from the object store are read-only.
+    return {"evaluator": evaluator_from_recipe(context["recipe"], device),
+            "settings": RolloutSettings(**context["settings"]),
+            "boards": torch.tensor(context["boards"], device=device),
+            "streams": torch.tensor(context["streams"], device=device),
+            "cubes": [CubeState(value, owner) for value, owner in context["cubes"]]}
+
+
+def roll_chunk(prepared: dict, task: dict) -> dict:
+    result = rollout(prepared["evaluator"], prepared["boards"], prepared["settings"], seed=task["seed"],
+                     first_trial=task["first_trial"], trials=task["trials"], streams=prepared["streams"],
+                     cubes=prepared["cubes"])
+    return {name: getattr(result, name).cpu().numpy() for name in _ARRAYS if getattr(result, name) is not None}
+
+
+ROLLOUT_CHUNK = WorkUnit("rollout_chunk", _prepare_rollout, roll_chunk)
+
+
+def trial_chunks(trials: int, chunk: int) -> list[tuple[int, int]]:
+    """``(first_trial, trials)`` of each chunk; every chunk but the last is ``chunk`` trials."""
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be a positive integer, not {trials!r}")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1 or chunk % STRATUM:
+        raise ValueError(f"a distributed rollout's chunk must be a positive multiple of {STRATUM} trials, not {chunk!r}")
+    return [(first, min(chunk, trials - first)) for first in range(0, trials, chunk)]
+
+
+def rollout_distributed(model: str | Path, boards: torch.Tensor, settings: RolloutSettings, *, seed: int = 0,
+                        trials: int = 1296, chunk: int = DEFAULT_DISTRIBUTED_CHUNK,
+                        cubes: CubeState | list[CubeState] | None = None, streams: torch.Tensor | None = None,
+                        executor: Executor | None = None, work_dir=None, recipe: dict | None = None) -> RolloutResult:
+    """``rollout`` of trials ``[0, trials)`` of ``boards`` on the model file ``model``, as chunks of
+    ``chunk`` trials run by ``executor`` (default: in process); with ``work_dir``, each chunk is a shard
+    and a rerun resumes. The same numbers as one in-process ``rollout`` with the same seed."""
+    executor = executor or InProcessExecutor()
+    bounds = trial_chunks(trials, chunk)
+    boards = boards.to(torch.int8).cpu()
+    positions = boards.shape[0]
+    streams = torch.arange(positions) if streams is None else torch.as_tensor(streams, dtype=torch.int64).cpu()
+    cube_states = [cubes] * positions if isinstance(cubes, CubeState) else list(cubes or [CubeState()] * positions)
+    if len(cube_states) != positions:
+        raise ValueError(f"{len(cube_states)} cube states for {positions} positions")
+    recipe = recipe or model_recipe(model)
+    store = None
+    if work_dir is not None:
+        job = {"kind": "rollout", "model": str(model), "boards": boards.tolist(), "streams": streams.tolist(),
+               "cubes": [[cube.value, cube.owner] for cube in cube_states], "settings": asdict(settings),
+               "seed": seed, "trials": trials, "chunk": chunk}
+        store = ShardStore(work_dir, job)
+    shared = executor.share(rollout_context(recipe, boards, settings, streams, cube_states))
+    tasks = [(index, {"seed": seed, "first_trial": first, "trials": count})
+             for index, (first, count) in enumerate(bounds)]
+    results = run_sharded(executor, ROLLOUT_CHUNK, shared, tasks, store)
+    rules = get_rules(recipe["variant"])
+    parts = []
+    for index, (first, _) in enumerate(bounds):
+        arrays = {name: torch.tensor(results[index][name]) if name in results[index] else None for name in _ARRAYS}
+        parts.append(RolloutResult(boards=boards, first_trial=first, settings=settings, seed=seed, streams=streams,
+                                   rules=rules, **arrays))
+    return RolloutResult.merge(parts)
