@@ -310,23 +310,24 @@ def _step_target(point: int, die: int) -> int:
 
 def _double_steps(net: Sequence[int], die: int) -> list[tuple[int, int]] | None:
     """The unique steps of ``die`` with this net change, from the bar down (None if none exist)."""
-    steps, leaving = [], [0] * _NODES
-    for point in range(25, 0, -1):
-        # what arrives from point + die (already counted, higher up), less what stays here, leaves
-        arriving = leaving[point + die] if point + die <= 25 else 0
-        out = arriving - net[point]
-        if out < 0:
-            return None
-        leaving[point] = out
-        steps.extend([(point, _step_target(point, die))] * out)
+    steps: list[tuple[int, int]] = []
+    leaving = [0] * (_NODES + 6)
+    losing = [point for point in range(1, 26) if net[point] < 0]
+    for point in range(max(losing, default=0), 0, -1):
+        # what arrives from point + die (counted already, higher up), less what stays here, leaves
+        out = leaving[point + die] - net[point]
+        if out:
+            if out < 0:
+                return None
+            leaving[point] = out
+            steps.extend([(point, point - die if point > die else BORNE_OFF)] * out)
     return steps
 
 
 def _two_die_steps(net: Sequence[int], dice: tuple[int, int], hits: frozenset[int]):
-    """Every multiset of at most one step of each die (both if any pair fits) with this net change and
-    whose targets include every hit point."""
+    """A multiset of one step of each die (or of one die if no pair fits) with this net change and
+    whose targets include every hit point, as a one-element list (empty if there is none)."""
     movers = [point for point in range(1, 26) if net[point] < 0]
-    found = []
     for count in (2, 1):
         orders = [dice, dice[::-1]] if count == 2 else [(dice[0],), (dice[1],)]
         for order in orders:
@@ -341,13 +342,12 @@ def _two_die_steps(net: Sequence[int], dice: tuple[int, int], hits: frozenset[in
                         change[source] -= 1
                         change[target] += 1
                     if change[1:] == list(net[1:]) and hits <= {target for _, target in steps}:
-                        found.append(tuple(sorted(steps)))
-        if found:
-            return found
-    return found
+                        # Any other fit differs only in an intermediate point of one checker's
+                        # path that saw no hit, which is not written: the same notation.
+                        return [steps]
+    return []
 
 
-@functools.lru_cache(maxsize=1 << 18)
 def _notation_of_difference(net: tuple[int, ...], hits: frozenset[int], dice: tuple[int, int]) -> str:
     if not any(net):
         return NO_MOVE
@@ -386,6 +386,23 @@ def _differences(board, afterstates):
     return net, hit
 
 
+# Notation by packed difference key, shared by every batch (plays recur across positions); cleared when
+# it grows past _CACHE_LIMIT entries, to bound memory on endless streams.
+_cache: dict[tuple[int, int, int], str] = {}
+_CACHE_LIMIT = 1 << 20
+
+
+def _packed_keys(net: torch.Tensor, hit: torch.Tensor, rolls: torch.Tensor) -> torch.Tensor:
+    """``int64[N, 3]``: the net change (-4..4 per node, 4 bits each: 13 nodes per word), the hit points
+    (24 bits) and the dice (3 bits each) of every row, packed so that a row's key is three Python ints."""
+    shifts = torch.arange(13, dtype=torch.int64, device=net.device) * 4
+    nibbles = (net.to(torch.int64) + 4) << shifts.repeat(2)
+    low, high = nibbles[:, :13].sum(-1), nibbles[:, 13:].sum(-1)
+    bits = hit.to(torch.int64) << torch.arange(24, dtype=torch.int64, device=net.device)
+    rest = bits.sum(-1) | (rolls[:, 0].to(torch.int64) << 24) | (rolls[:, 1].to(torch.int64) << 27)
+    return torch.stack([low, high, rest], dim=1)
+
+
 def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:
     """The notation of every afterstate of ``engine.movegen.legal_afterstates(board, dice, rules)``, in its
     order: ``board int8[B, 28]``, ``dice int8[B, 2]`` -> ``list[str]`` of length ``afterstates.total``.
@@ -400,11 +417,19 @@ def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> l
     if afterstates.total == 0:
         return []
     net, hit = _differences(board, afterstates)
-    rolls = dice.to(net.device)[afterstates.position].to(torch.int8)
-    key = torch.cat([net, hit.to(torch.int8), rolls], dim=1)
-    distinct, inverse = torch.unique(key, dim=0, return_inverse=True)
-    texts = []
-    for row in distinct.tolist():
-        hits = frozenset(point + 1 for point, flag in enumerate(row[_NODES : _NODES + 24]) if flag)
-        texts.append(_notation_of_difference(tuple(row[:_NODES]), hits, (row[-2], row[-1])))
-    return [texts[index] for index in inverse.tolist()]
+    rolls = dice.to(net.device)[afterstates.position]
+    keys = list(map(tuple, _packed_keys(net, hit, rolls).tolist()))
+    if len(_cache) > _CACHE_LIMIT:
+        _cache.clear()
+    missing: dict[tuple[int, int, int], int] = {}
+    for row, key in enumerate(keys):
+        if key not in _cache and key not in missing:
+            missing[key] = row
+    if missing:
+        rows = torch.tensor(list(missing.values()), dtype=torch.int64, device=net.device)
+        for key, changes, flags, roll in zip(
+            missing, net[rows].tolist(), hit[rows].tolist(), rolls[rows].tolist()
+        ):
+            hits = frozenset(point + 1 for point, flag in enumerate(flags) if flag)
+            _cache[key] = _notation_of_difference(tuple(changes), hits, (roll[0], roll[1]))
+    return [_cache[key] for key in keys]
