@@ -22,6 +22,10 @@ A roll that cannot be played is written ``(no move)`` (:data:`NO_MOVE`); gnubg w
 
 :func:`parse_play` also reads the numeric form of Jellyfish ``.mat`` files: ``25`` for the bar and
 ``0`` for off, one die per move (``25/21 13/9* 13/9``), in the order played.
+
+:func:`batch_play_notations` writes the same strings for whole batches of afterstates without the
+scalar search, from each afterstate's difference with its parent (see the comment above it);
+:func:`scalar_play_notations` is its reference.
 """
 
 from __future__ import annotations
