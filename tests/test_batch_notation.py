@@ -1,0 +1,71 @@
+"""The batched notation (from each afterstate's difference with its parent) against the scalar search,
+string for string, on random reachable positions and rolls of every variant."""
+
+import pytest
+import torch
+
+from engine.movegen import legal_afterstates
+from engine.notation import (
+    NO_MOVE,
+    batch_play_notations,
+    scalar_fallback_rows,
+    scalar_play_notations,
+)
+from engine.random_play import sample_positions
+from engine.variants import VARIANTS, get_rules
+
+DIFFERENCE_VARIANTS = [name for name in VARIANTS if not get_rules(name).acey_deucey]
+
+
+def _compare(variant: str, count: int, seed: int) -> int:
+    rules = get_rules(variant)
+    board, dice = sample_positions(count, seed, rules, games=32, turns=60)
+    afterstates = legal_afterstates(board, dice, rules)
+    fast = batch_play_notations(board, dice, afterstates, rules)
+    slow = scalar_play_notations(board, dice, afterstates, rules)
+    assert len(fast) == afterstates.total
+    mismatches = [(board[afterstates.position[row]].tolist(), dice[afterstates.position[row]].tolist(),
+                   fast[row], slow[row]) for row in range(len(fast)) if fast[row] != slow[row]]
+    assert not mismatches[:5]
+    return afterstates.total
+
+
+@pytest.mark.parametrize("variant", DIFFERENCE_VARIANTS)
+def test_difference_notation_equals_the_scalar_search(variant):
+    before = scalar_fallback_rows()
+    assert _compare(variant, 400 if variant == "backgammon" else 150, seed=11) > 0
+    assert scalar_fallback_rows() == before  # none of these variants falls back
+
+
+def test_acey_deucey_uses_the_scalar_search():
+    before = scalar_fallback_rows()
+    total = _compare("acey-deucey", 30, seed=11)
+    assert scalar_fallback_rows() == before + total
+
+
+def test_golden_plays():
+    # Opening position, 6-6: the difference is two checkers 24->18 and two 13->7; 3-1: 8/5 6/5.
+    rules = get_rules("backgammon")
+    board = rules.start_board().unsqueeze(0)
+    for roll, expected in (((6, 6), "24/18(2) 13/7(2)"), ((3, 1), "8/5 6/5"), ((6, 5), "24/13")):
+        dice = torch.tensor([roll], dtype=torch.int8)
+        afterstates = legal_afterstates(board, dice, rules)
+        assert expected in batch_play_notations(board, dice, afterstates, rules)
+
+
+def test_no_move_is_written_as_such():
+    # The mover on the bar against a closed board: 6-6 cannot enter.
+    board = torch.zeros(1, 28, dtype=torch.int8)
+    board[0, 25] = 1
+    board[0, 19:25] = -2
+    board[0, 5] = 14
+    board[0, 0] = -3
+    dice = torch.tensor([[6, 6]], dtype=torch.int8)
+    afterstates = legal_afterstates(board, dice)
+    assert batch_play_notations(board, dice, afterstates) == [NO_MOVE]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_difference_notation_equals_the_scalar_search_on_thousands(variant):
+    _compare(variant, 3000 if not get_rules(variant).acey_deucey else 60, seed=29)
