@@ -9,8 +9,8 @@ generator, in minibatches of ``batch_size``; AdamW (``learning_rate``, ``weight_
 learning rate set every step by the schedule (cosine over all steps, step decay per epoch, or
 constant); the loss is binary cross-entropy (or squared error) of the five predicted probabilities
 against the labels. After each epoch: the training and held-out losses go to TensorBoard
-(``losses/train``, ``losses/heldout``), as does the move-error rate once ``bgtrain.benchmark`` provides
-one (``eval/benchmark_error``), and a checkpoint is written with the whole training state (optimizer,
+(``losses/train``, ``losses/heldout``), as does, with ``evaluation.benchmark``, the move-error rate
+on the shipped benchmark (``eval/error_rate/<class>``, ``bgtrain.benchmark.scorer``), and a checkpoint is written with the whole training state (optimizer,
 generator, counters), so ``--resume`` continues from the epoch boundary exactly as an uninterrupted
 run would. At the end the model plays the configured evaluation (``[evaluation]``, against pubeval).
 
@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from bgtrain.benchmark.scorer import log_error_rates
 from bgtrain.checkpoint import checkpoint_payload, load_checkpoint, network_from_checkpoint, save_checkpoint
 from bgtrain.config import Config, to_toml_text
 from bgtrain.cube.efficiency import PositionKind
@@ -96,15 +97,6 @@ def heldout_loss(network: ValueNetwork, encoded: torch.Tensor, targets: torch.Te
         total = sum(float(loss(network.forward_encoded(e), t, reduction="sum"))
                     for e, t in zip(encoded.split(ENCODE_CHUNK), targets.split(ENCODE_CHUNK)))
     return total / targets.numel()
-
-
-def benchmark_error(network: ValueNetwork, rules) -> float | None:
-    """The move-error rate of ``bgtrain.benchmark`` when it exists (a hook for it), else None."""
-    try:
-        from bgtrain.benchmark import error_rate  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return float(error_rate(network, rules))
 
 
 def train_supervised(config: Config, directory: RunDirectory, resume: str | Path | None = None,
@@ -185,9 +177,8 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
         writer.add_scalar("losses/train", total / size, epoch)
         writer.add_scalar("losses/heldout", held_value, epoch)
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], epoch)
-        error = benchmark_error(network.eval(), rules)
-        if error is not None:
-            writer.add_scalar("eval/benchmark_error", error, epoch)
+        if config.evaluation.benchmark:  # eval/error_rate/<class>, as TD training logs it
+            log_error_rates(writer, network.eval(), rules, epoch, config.evaluation.benchmark_decisions)
         strength["heldout_loss"] = held_value
         if epoch >= supervised.epochs:
             strength.update(evaluate_strength(network.eval(), config, rules))

@@ -100,3 +100,15 @@ def test_cli_smoke(tmp_path, tiny_dataset, capsys):
     assert main(["train", "--config", "configs/supervised_gen1.toml", "--out", str(tmp_path / "none"),
                  "supervised.datasets=[]"]) == 2
     assert "datasets is empty" in capsys.readouterr().err
+
+
+def test_logs_the_benchmark_error_rates(tmp_path, tiny_dataset):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = config_for(tiny_dataset, tmp_path / "bench", "supervised.epochs=1", "evaluation.benchmark=true",
+                        "evaluation.benchmark_decisions=20")
+    train(config, progress=False)
+    events = EventAccumulator(str(tmp_path / "bench" / "tensorboard")).Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"eval/error_rate/contact", "eval/error_rate/crashed", "eval/error_rate/race"} <= tags
+    assert events.Scalars("eval/error_rate/contact")[0].value > 0
