@@ -8,7 +8,9 @@ For each thread count and each run: our 0-ply rollout of the position (whole gam
 ``--truncate`` plies, with and without variance reduction), then GNU Backgammon (``gnubg-nn``) playing
 the same kind of trials with its own 0-ply checker play. Prints trials per second of every run (wall
 clock and per CPU second), their medians, the ratio ours / gnubg of each run, the standard error
-with and without variance reduction on the same games, and a signature (the rollout's equity for the
+with and without variance reduction on the same games, the time each needs for a standard error
+of 0.01 (throughput at equal precision, the fair comparison with gnubg-nn, which has no variance
+reduction), and a signature (the rollout's equity for the
 fixed seed, which is deterministic: a change in the engine, the dice or the evaluator shows up there).
 
 The GNU Backgammon reference. ``gnubg-nn`` has a ``rollout`` function, but the 1.1.0a11 wheel misreads
@@ -65,16 +67,25 @@ def probe_gnubg_rollout(position: str) -> str:
     return "\n".join("    " + line for line in lines)
 
 
-def gnubg_trials(position: str, games: int, seed: int, truncate: int | None, stop_at_bearoff: bool) -> int:
-    """gnubg-nn's 0-ply play of ``games`` trials of ``position``, move by move; returns the plies played."""
+def _gnubg_equity(probabilities) -> float:
+    win, win_gammon, win_backgammon, lose_gammon, lose_backgammon = probabilities
+    return 2 * win - 1 + win_gammon - lose_gammon + win_backgammon - lose_backgammon
+
+
+def gnubg_trials(position: str, games: int, seed: int, truncate: int | None, stop_at_bearoff: bool
+                 ) -> tuple[int, list[float]]:
+    """gnubg-nn's 0-ply play of ``games`` trials of ``position``, move by move: the plies played and
+    each trial's cubeless equity for the side to move in ``position`` (the points of a finished game;
+    gnubg's 0-ply equity at a truncation; nothing when ``stop_at_bearoff``, which only times)."""
     import gnubg_nn
 
-    best_move, from_key = gnubg_nn.best_move, gnubg_nn.board_from_position_key
+    best_move, from_key, probabilities = gnubg_nn.best_move, gnubg_nn.board_from_position_key, gnubg_nn.probabilities
     start = gnubg_nn.board_from_position_id(position)
     dice = random.Random(seed)
     plies = 0
+    equities = []
     for _ in range(games):
-        board, turn = start, 0
+        board, turn, equity = start, 0, None
         while truncate is None or turn < truncate:
             opponent, mover = board
             if stop_at_bearoff and sum(mover[6:]) == 0 and sum(opponent[6:]) == 0:
@@ -85,15 +96,58 @@ def gnubg_trials(position: str, games: int, seed: int, truncate: int | None, sto
             board = from_key(key)
             turn += 1
             if sum(board[0]) == 0:  # the side that just moved has borne off every checker
+                loser = board[1]  # the loser's own view: points 1..24, its bar last
+                points = 1
+                if sum(loser) == 15:
+                    points = 3 if sum(loser[18:]) else 2  # checkers in the winner's home board or on the bar
+                equity = points if turn % 2 == 1 else -points  # the root side moved on even plies
                 break
+        if equity is None and not stop_at_bearoff:
+            equity = _gnubg_equity(probabilities(board, 0))  # for the side to move now
+            equity = equity if turn % 2 == 0 else -equity
+        if equity is not None:
+            equities.append(float(equity))
         plies += turn
-    return plies
+    return plies, equities
 
 
 def timed(function):
     wall, cpu = time.perf_counter(), time.process_time()
     value = function()
     return value, time.perf_counter() - wall, time.process_time() - cpu
+
+
+PRECISION = 0.01  # the equity standard error the equal-precision comparison asks for
+
+
+def seconds_to_precision(error: float, trials: int, rate: float) -> float:
+    """Seconds to reach ``PRECISION`` at ``rate`` trials/s, given ``error`` measured over ``trials``
+    (the standard error falls as one over the root of the trials)."""
+    return trials * (error / PRECISION) ** 2 / rate
+
+
+def print_time_to_precision(figures: dict, modes: dict, truncate: int) -> dict:
+    """Throughput at equal precision: the seconds each rollout needs for a standard error of
+    ``PRECISION``, from each one's measured standard error (gnubg-nn has no variance reduction: its
+    trials' spread is measured on all its games of that kind)."""
+    print(f"  time to a standard error of {PRECISION} (medians; gnubg's from the spread of all its trials):")
+    table = {}
+    for plain_name in ("whole games", f"truncated at {truncate}"):
+        plain, reduced = figures[plain_name], figures[f"{plain_name}, variance reduction"]
+        plain_trials, reduced_trials = modes[plain_name][1], modes[f"{plain_name}, variance reduction"][1]
+        ours_plain = seconds_to_precision(plain["error"], plain_trials, statistics.median(plain["ours"]))
+        ours_reduced = seconds_to_precision(reduced["error"], reduced_trials, statistics.median(reduced["ours"]))
+        row = {"ours_plain_s": ours_plain, "ours_variance_reduced_s": ours_reduced}
+        line = f"    {plain_name:<18} ours plain {ours_plain:8.2f} s, ours with variance reduction {ours_reduced:8.2f} s"
+        if plain["gnubg"]:
+            spread = statistics.stdev(plain["gnubg_equities"])  # one trial's standard deviation
+            gnubg = seconds_to_precision(spread, 1, statistics.median(plain["gnubg"]))
+            row["gnubg_s"] = gnubg
+            row["ratio_gnubg_over_our_best"] = gnubg / min(ours_plain, ours_reduced)
+            line += f", gnubg-nn {gnubg:8.2f} s: ours {gnubg / min(ours_plain, ours_reduced):.2f}x faster"
+        print(line)
+        table[plain_name] = row
+    return table
 
 
 def main() -> int:
@@ -152,8 +206,9 @@ def main() -> int:
                         f"({trials / cpu:7.1f} per CPU s, {float(result.plies.double().mean()):4.1f} plies), "
                         f"equity {float(equity[0]):+.4f} ± {float(error[0]):.4f}")
                 if have_gnubg and not settings.variance_reduction:
-                    plies, gnubg_wall, gnubg_cpu = timed(lambda t=truncate, r=run: gnubg_trials(
+                    (plies, equities), gnubg_wall, gnubg_cpu = timed(lambda t=truncate, r=run: gnubg_trials(
                         args.position, args.gnubg_games, args.seed + r, t, False))
+                    entry.setdefault("gnubg_equities", []).extend(equities)
                     gnubg_rate, gnubg_cpu_rate = args.gnubg_games / gnubg_wall, args.gnubg_games / gnubg_cpu
                     entry["gnubg"].append(gnubg_rate)
                     entry["gnubg_cpu"].append(gnubg_cpu_rate)
@@ -161,7 +216,8 @@ def main() -> int:
                     entry["ratio_cpu"].append(trials / cpu / gnubg_cpu_rate)
                     line += (f" | gnubg {gnubg_rate:6.1f} trials/s ({gnubg_cpu_rate:6.1f} per CPU s, "
                              f"{plies / args.gnubg_games:4.1f} plies), ratio {trials / wall / gnubg_rate:5.2f} "
-                             f"(per CPU s {trials / cpu / gnubg_cpu_rate:5.2f})")
+                             f"(per CPU s {trials / cpu / gnubg_cpu_rate:5.2f}), equity "
+                             f"{statistics.mean(equities):+.4f} ± {statistics.stdev(equities) / len(equities) ** 0.5:.4f}")
                     if truncate is None and run == 0:
                         _, leaf_wall, _ = timed(lambda: gnubg_trials(args.position, args.gnubg_games,
                                                                      args.seed, None, True))
@@ -181,6 +237,7 @@ def main() -> int:
                          f"{entry['raw_error'] / entry['error']:.1f}x lower at equal trials")
             print(line + f"; signature {entry['signature']:+.6f}")
         report["runs"][threads] = figures
+        report.setdefault("to_precision", {})[threads] = print_time_to_precision(figures, modes, args.truncate)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0

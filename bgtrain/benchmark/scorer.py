@@ -58,15 +58,18 @@ def agent_choices(agent: Agent, board: torch.Tensor, dice: torch.Tensor, batch: 
     return torch.cat(chosen)
 
 
-def losses_of_plays(decisions: DecisionSet, chosen: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def losses_of_plays(decisions: DecisionSet, chosen: torch.Tensor, loss: torch.Tensor | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """The loss of playing ``chosen: int8[D, 28]`` (one afterstate per decision): ``(loss float64[D],
-    listed bool[D])``; an unlisted play is charged its decision's worst listed loss."""
+    listed bool[D])``; an unlisted play is charged its decision's worst listed loss. ``loss``: other
+    per-candidate losses to charge (``float[C]``, e.g. cross-fitted ones) instead of ``decisions.loss``."""
     owner = decisions.owner
+    loss = decisions.loss.double() if loss is None else loss.double()
     same = (decisions.candidate == chosen.to(decisions.candidate.dtype)[owner]).all(1)
     listed = torch.zeros(len(decisions), dtype=torch.int64).scatter_reduce(0, owner, same.long(), "amax").bool()
-    found = torch.zeros(len(decisions), dtype=torch.float64)
-    found = found.scatter_add(0, owner, torch.where(same, decisions.loss.double(), 0.0))
-    return torch.where(listed, found, decisions.worst_loss.double()), listed
+    found = torch.zeros(len(decisions), dtype=torch.float64).scatter_add(0, owner, torch.where(same, loss, 0.0))
+    worst = torch.full((len(decisions),), -torch.inf, dtype=torch.float64).scatter_reduce(0, owner, loss, "amax")
+    return torch.where(listed, found, worst), listed
 
 
 def decision_losses(agent: Agent, decisions: DecisionSet, batch: int = BATCH,
