@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -41,8 +43,9 @@ def op_by_op():
 
 @pytest.fixture(scope="module")
 def workers(cluster):
-    """Two Ray workers for the module's tests (each prepares its evaluator and databases once per job)."""
-    executor = make_executor("ray", workers=2)
+    """Two Ray workers for the module's tests (each prepares its evaluator and databases once per job), of
+    half a CPU each: a command line started by a test gets the cluster's other CPU."""
+    executor = make_executor("ray", workers=2, worker_cpus=0.5)
     yield executor
     executor.close()
 
@@ -165,8 +168,35 @@ def test_the_cli_reports_a_bad_address_and_a_missing_ray_in_one_line(tmp_path, m
 def test_the_cli_on_ray_writes_the_in_process_dataset(cluster, tmp_path):
     address = cluster.get_runtime_context().gcs_address
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "BGTRAIN_COMPILE": "never"}
-    for name, extra in (("here", []), ("ray", ["--executor", "ray", "--address", address, "--workers", "2"])):
+    for name, extra in (("here", []), ("ray", ["--executor", "ray", "--address", address, "--workers", "2", "--worker-cpus", "0.5"])):
         subprocess.run([sys.executable, "-m", "bgtrain.cli", *_generate(tmp_path / name, "--threads", "1", *extra)],
                        env=environment, check=True, capture_output=True, cwd=ROOT)
     assert_same_dataset(tmp_path / "here", tmp_path / "ray")
     assert json.loads((tmp_path / "ray" / "manifest.json").read_text())["positions"] == 8
+
+
+@pytest.mark.slow
+def test_a_killed_driver_on_ray_resumes_from_its_manifest(cluster, tmp_path):
+    address = cluster.get_runtime_context().gcs_address
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "BGTRAIN_COMPILE": "never"}
+
+    def command(out, *extra):
+        arguments = _generate(out, "--threads", "1", *extra)
+        arguments[arguments.index("--positions") + 1] = "24"  # six shards of 4
+        return [sys.executable, "-m", "bgtrain.cli", *arguments]
+
+    subprocess.run(command(tmp_path / "here"), env=environment, check=True, capture_output=True, cwd=ROOT)
+    on_ray = command(tmp_path / "ray", "--executor", "ray", "--address", address, "--workers", "1", "--worker-cpus", "0.5")
+    process = subprocess.Popen(on_ray, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    manifest = tmp_path / "ray" / "manifest.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if manifest.exists() and len(json.loads(manifest.read_text())["shards"]) >= 2:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    listed = len(read_manifest(tmp_path / "ray")["shards"])
+    assert 2 <= listed < 6, "killed after some shards and before the end"
+    subprocess.run(on_ray, env=environment, check=True, capture_output=True, cwd=ROOT)
+    assert_same_dataset(tmp_path / "here", tmp_path / "ray")

@@ -34,8 +34,9 @@ def op_by_op():
 
 @pytest.fixture(scope="module")
 def workers(cluster):
-    """Two Ray workers for the module's tests (each prepares its evaluator and databases once per job)."""
-    executor = make_executor("ray", workers=2)
+    """Two Ray workers for the module's tests (each prepares its evaluator and databases once per job), of
+    half a CPU each: a command line started by a test gets the cluster's other CPU."""
+    executor = make_executor("ray", workers=2, worker_cpus=0.5)
     yield executor
     executor.close()
 
