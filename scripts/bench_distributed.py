@@ -1,16 +1,20 @@
-"""Throughput of the distributed executor: benchmark games, self-play and rollouts with 1 and 2 Ray
+"""Throughput of the distributed executor: benchmark games, self-play, rollouts and dataset shards with 1 and 2 Ray
 workers (the scaling ratio measured in one run), against the in-process executor, and the overhead
 per task.
 
     python scripts/bench_distributed.py [--games 4096] [--chunk-pairs 256] [--rollout-trials 1296]
-                                        [--rollout-chunk 324] [--jobs bench,selfplay,rollout,echo] [--repeats 3]
+                                        [--rollout-chunk 324] [--dataset-positions 400] [--dataset-shard 100]
+                                        [--jobs bench,selfplay,rollout,dataset,echo] [--repeats 3]
 
 Every worker runs one torch thread. Before timing, each worker plays a warm-up job (the engine
 compiles its kernels once per process). Printed: medians of ``--repeats`` runs, the machine's load
 average before and after (the cores may be shared), and a signature (the duel's points per game and
 a hash of the self-play shards and of the rollout's per-trial results) that must be the same in
 process and on Ray. The rollout: the default model's 0-ply whole-game rollout of two positions
-(``bgtrain.distributed.rollouts``), figures in trials per second (position-trials).
+(``bgtrain.distributed.rollouts``), figures in trials per second (position-trials). The dataset: the
+default model's ``bgtrain dataset generate`` with the ``ply:1`` labeller (``bgtrain.distributed.datasets``,
+64 games in lock step per shard, selection at 1 ply), into a fresh directory each run; figures in
+labelled positions per second, signature a hash of the shard files' bytes.
 """
 
 from __future__ import annotations
@@ -18,12 +22,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
 from bgtrain.config import load_config
+from bgtrain.datasets.generate import GenerationSettings
+from bgtrain.distributed.datasets import generate_dataset_distributed
 from bgtrain.distributed.duels import play_duel_chunked
 from bgtrain.distributed.executor import InProcessExecutor, WorkUnit, make_executor, run_tasks
 from bgtrain.distributed.rollouts import model_recipe, rollout_distributed
@@ -34,7 +43,7 @@ from engine.position_id import decode_position_id
 
 MODEL = "checkpoints/bgtrain-default.pt"
 ROLLOUT_POSITIONS = ("4HPwATDgc/ABMA", "4OvgATDgc+QBUA")  # the start, a middle game with anchors
-JOBS = ("bench", "selfplay", "rollout", "echo")
+JOBS = ("bench", "selfplay", "rollout", "dataset", "echo")
 
 
 def _nothing(context, device):
@@ -68,6 +77,8 @@ def main() -> None:
     parser.add_argument("--overhead-tasks", type=int, default=400)
     parser.add_argument("--rollout-trials", type=int, default=1296)
     parser.add_argument("--rollout-chunk", type=int, default=324)
+    parser.add_argument("--dataset-positions", type=int, default=400)
+    parser.add_argument("--dataset-shard", type=int, default=100)
     parser.add_argument("--jobs", default=",".join(JOBS), help="which jobs to time, comma-separated")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
@@ -92,6 +103,22 @@ def main() -> None:
         digest = hashlib.sha256(result.outcomes.numpy().tobytes() + result.plies.numpy().tobytes())
         return digest.hexdigest()[:16], result.positions * result.trials
 
+    dataset_settings = GenerationSettings(positions=args.dataset_positions, shard_size=args.dataset_shard, seed=2,
+                                          games_in_parallel=64)
+    labeller = {"kind": "ply", "ply": 1, "model": MODEL}
+
+    def dataset_job(executor):
+        directory = tempfile.mkdtemp(prefix="bench-dataset-")
+        try:
+            manifest = generate_dataset_distributed(directory, MODEL, labeller, dataset_settings, MODEL, executor,
+                                                    progress=False, recipe=recipe)
+            digest = hashlib.sha256()
+            for shard in manifest["shards"]:
+                digest.update((Path(directory) / shard["file"]).read_bytes())
+            return digest.hexdigest()[:16], manifest["positions"]
+        finally:
+            shutil.rmtree(directory)
+
     def duel(executor):
         return play_duel_chunked(MODEL, "pubeval", args.games, seed=1, executor=executor, chunk_pairs=args.chunk_pairs)
 
@@ -100,6 +127,7 @@ def main() -> None:
             "bench": lambda: duel(executor),
             "selfplay": lambda: selfplay_job(executor, context, args.shards, args.shard_games, args.shard_turns),
             "rollout": lambda: rollout_job(executor),
+            "dataset": lambda: dataset_job(executor),
             "echo": lambda: list(run_tasks(executor, ECHO, executor.share(None),
                                            [(k, k) for k in range(args.overhead_tasks)])),
         }
@@ -117,6 +145,8 @@ def main() -> None:
             selfplay_job(executor, context, 2 * executor.workers, args.shard_games, args.shard_turns)
         if "rollout" in jobs:
             rollout_job(executor)
+        if "dataset" in jobs:
+            dataset_job(executor)
     times: dict[str, dict[str, list[float]]] = {name: {job: [] for job in jobs} for name in executors}
     results: dict[str, dict] = {name: {} for name in executors}
     for _ in range(args.repeats):
@@ -132,9 +162,10 @@ def main() -> None:
     print(f"bench: {MODEL} vs pubeval, {args.games} games in chunks of {args.chunk_pairs} pairs; self-play: "
           f"{args.shards} shards of {args.shard_games} games x {args.shard_turns} turns (198-80-5); rollout: "
           f"{len(ROLLOUT_POSITIONS)} positions x {args.rollout_trials} trials, 0-ply whole games, in chunks of "
-          f"{args.rollout_chunk}")
+          f"{args.rollout_chunk}; dataset: {args.dataset_positions} positions in shards of {args.dataset_shard}, "
+          "ply:1 labels")
     columns = {"bench": "bench games/s", "selfplay": "self-play positions/s", "rollout": "rollout trials/s",
-               "echo": "overhead ms/task"}
+               "dataset": "dataset positions/s", "echo": "overhead ms/task"}
     print(f"{'executor':<16} " + " ".join(f"{columns[job]:>22}" for job in jobs) + "  signature")
     for name in executors:
         cells, signature = [], []
@@ -143,7 +174,7 @@ def main() -> None:
             if job == "bench":
                 cells.append(args.games / elapsed)
                 signature.append(f"ppg {result.points_per_game:+.4f}")
-            elif job in ("selfplay", "rollout"):
+            elif job in ("selfplay", "rollout", "dataset"):
                 cells.append(result[1] / elapsed)
                 signature.append(f"{job} {result[0]}")
             else:

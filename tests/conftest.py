@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -15,3 +20,29 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """A 2-CPU Ray cluster for the test session (started once: Ray takes seconds to start); its
+    workers import this checkout's bgtrain and run the engine's kernels op by op (the tests' batches are
+    small: compiling them would cost more than it saves)."""
+    ray = pytest.importorskip("ray")
+    path = os.environ.get("PYTHONPATH")
+    compile_mode = os.environ.get("BGTRAIN_COMPILE")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), path or ""])
+    os.environ["BGTRAIN_COMPILE"] = "never"
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    if started:
+        ray.shutdown()
+    if path is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = path
+    if compile_mode is None:
+        del os.environ["BGTRAIN_COMPILE"]
+    else:
+        os.environ["BGTRAIN_COMPILE"] = compile_mode

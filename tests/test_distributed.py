@@ -32,24 +32,6 @@ ray = pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="session")
-def cluster():
-    """A 2-CPU Ray cluster for the test session (started once: Ray takes seconds to start); its
-    workers import this checkout's bgtrain."""
-    path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), path or ""])
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    if started:
-        ray.shutdown()
-    if path is None:
-        del os.environ["PYTHONPATH"]
-    else:
-        os.environ["PYTHONPATH"] = path
-
-
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory) -> str:
     """A small random network saved as a checkpoint: its weights travel to the workers as numpy arrays."""
@@ -384,12 +366,3 @@ def test_rollout_on_ray_from_the_command_line_matches_in_process(cluster):
         done = subprocess.run(common + extra, env=environment, check=True, capture_output=True, text=True)
         reports[name] = json.loads(done.stdout)
     assert reports["ray"]["positions"] == reports["process"]["positions"]
-
-
-def test_rollout_refuses_in_process_only_options_with_ray(capsys):
-    from bgtrain.cli import main
-
-    for extra in (["--target-se", "0.01"], ["--dice", "31"]):
-        assert main(["rollout", "4HPwATDgc/ABMA", "--trials", "36", "--model", ROLLOUT_MODEL, "--executor", "ray",
-                     *extra]) == 2
-        assert "in process only" in capsys.readouterr().err

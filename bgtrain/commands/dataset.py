@@ -3,6 +3,7 @@
     bgtrain dataset generate --model M --out DIR --positions N [--shard-size S] [--seed K]
                              [--labeller ply:1] [--epsilon E] [--temperature T] [--sample-rate R]
                              [--select-ply P] [--select-threshold X] [--keep-agreeing F]
+                             [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset info DIR [--json]
 
 ``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
@@ -11,12 +12,18 @@ probability ``--keep-agreeing``), labels them with the labeller (``ply:N``: the 
 evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard errors) and writes shards of ``--shard-size``
 positions. Rerun the same command after a kill: complete shards are kept, the rest are written, and
 the result is the same as an uninterrupted run's.
+
+``--executor ray`` makes the shards on a Ray cluster (``bgtrain.distributed.datasets``: one shard per
+work unit; this process writes them and the manifest as they arrive), byte for byte the files an
+in-process run writes; a rerun after a kill resumes the same way.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+
+from bgtrain.distributed.executor import add_executor_arguments, executor_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--device", default="cpu")
     generate.add_argument("--threads", type=int, help="CPU threads for torch")
     generate.add_argument("--no-progress", action="store_true")
+    add_executor_arguments(generate, work_dir=False)
     info = actions.add_parser("info", help="summarise a dataset")
     info.add_argument("directory")
     info.add_argument("--json", action="store_true", help="print the manifest")
@@ -83,6 +91,17 @@ def run(args: argparse.Namespace) -> int:
         labeller = PlyLabeller(evaluator, int(argument), args.model)  # shares the self-play evaluator
     else:
         labeller = labeller_from_spec(args.labeller, args.model, args.device)
-    manifest = generate_dataset(args.out, evaluator, labeller, settings, args.model, progress=not args.no_progress)
+    if args.executor == "process" and args.address is None:
+        manifest = generate_dataset(args.out, evaluator, labeller, settings, args.model,
+                                    progress=not args.no_progress)
+    else:
+        from bgtrain.distributed.datasets import generate_dataset_distributed
+
+        executor = executor_from_args(args)
+        try:
+            manifest = generate_dataset_distributed(args.out, args.model, labeller.describe(), settings, args.model,
+                                                    executor, progress=not args.no_progress)
+        finally:
+            executor.close()
     print(f"dataset: {args.out} ({manifest['positions']:,} positions in {len(manifest['shards'])} shards)")
     return 0

@@ -23,8 +23,9 @@ is at most X. A progress bar on standard error shows the running equity (``--qui
 
 ``--executor ray`` runs chunks of ``--chunk`` trials (a multiple of 36; default 324) on a Ray cluster
 (``bgtrain.distributed.rollouts``), with the same numbers as in process for the same seed; ``--work-dir
-DIR`` writes each chunk as a shard there and a rerun resumes. ``--dice`` and ``--target-se`` run in
-process only.
+DIR`` writes each chunk as a shard there and a rerun resumes. ``--dice`` (the candidates are the
+positions of one rollout on common dice) and ``--target-se`` (the same stopping rule at the same chunk
+boundaries, default 324 trials) give the in-process numbers there too.
 """
 
 from __future__ import annotations
@@ -131,11 +132,13 @@ def build_report(args: argparse.Namespace) -> dict:
                      "jacoby": settings.jacoby, "seed": args.seed, "target_se": args.target_se},
     }
     distributed = args.executor != "process" or args.work_dir or args.address
-    if distributed and (dice is not None or args.target_se is not None):
-        raise ValueError("--dice and --target-se run in process only: use them without --executor ray and --work-dir")
     start = time.perf_counter()
     if dice is not None:
-        plays = rollout_plays(evaluator, boards[0], dice, settings, top=args.top, cube=cubes[0], **chunking)
+        if distributed:
+            plays = _rollout_plays_chunked(args, evaluator, model, boards[0], dice, settings, cubes[0])
+            report["executor"] = args.executor
+        else:
+            plays = rollout_plays(evaluator, boards[0], dice, settings, top=args.top, cube=cubes[0], **chunking)
         report["position"] = _describe(args.positions[0], boards[0])
         report["dice"] = list(dice)
         report["plays"] = _plays_report(plays)
@@ -157,14 +160,37 @@ def build_report(args: argparse.Namespace) -> dict:
     return report
 
 
-def _rollout_chunked(args: argparse.Namespace, model: Path, boards: torch.Tensor, settings, cubes):
-    from bgtrain.distributed.rollouts import DEFAULT_DISTRIBUTED_CHUNK, rollout_distributed
+def _distributed_chunk(args: argparse.Namespace) -> int:
+    from bgtrain.distributed.rollouts import DEFAULT_DISTRIBUTED_CHUNK
 
-    chunk = args.chunk or (DEFAULT_DISTRIBUTED_CHUNK if args.executor == "ray" else DEFAULT_CHUNK)
+    if args.chunk:
+        return args.chunk
+    if args.target_se:
+        return TARGET_CHUNK  # the in-process default: the same stopping points, the same result
+    return DEFAULT_DISTRIBUTED_CHUNK if args.executor == "ray" else DEFAULT_CHUNK
+
+
+def _rollout_chunked(args: argparse.Namespace, model: Path, boards: torch.Tensor, settings, cubes):
+    from bgtrain.distributed.rollouts import rollout_distributed
+
     executor = executor_from_args(args)
     try:
-        return rollout_distributed(model, boards, settings, seed=args.seed, trials=args.trials, chunk=chunk,
-                                   cubes=cubes, executor=executor, work_dir=args.work_dir)
+        return rollout_distributed(model, boards, settings, seed=args.seed, trials=args.trials,
+                                   chunk=_distributed_chunk(args), cubes=cubes, executor=executor,
+                                   work_dir=args.work_dir, target_error=args.target_se)
+    finally:
+        executor.close()
+
+
+def _rollout_plays_chunked(args: argparse.Namespace, evaluator, model: Path, board: torch.Tensor, dice, settings,
+                           cube):
+    from bgtrain.distributed.rollouts import rollout_plays_distributed
+
+    executor = executor_from_args(args)
+    try:
+        return rollout_plays_distributed(evaluator, model, board, dice, settings, top=args.top, cube=cube,
+                                         seed=args.seed, trials=args.trials, chunk=_distributed_chunk(args),
+                                         executor=executor, work_dir=args.work_dir, target_error=args.target_se)
     finally:
         executor.close()
 

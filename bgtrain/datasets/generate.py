@@ -113,26 +113,8 @@ def generate_dataset(
     from tqdm import tqdm
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    header = {
-        "format": MANIFEST_FORMAT,
-        "format_version": FORMAT_VERSION,
-        "labeller": labeller.describe(),
-        "source_model": source_model,
-        "rules": evaluator.rules.name,
-        "settings": dataclasses.asdict(settings),
-        "seed": settings.seed,
-        "shard_size": settings.shard_size,
-        "shards_planned": settings.shards,
-    }
-    manifest = {**header, "shards": []}
-    if (directory / MANIFEST).exists():
-        existing = read_manifest(directory)
-        for key in ("labeller", "source_model", "rules", "settings"):
-            if existing.get(key) != header[key]:
-                raise ValueError(f"{directory} holds a dataset made with another {key} "
-                                 f"({existing.get(key)!r}); choose a new directory")
-        manifest["shards"] = existing["shards"]
+    manifest = open_dataset(directory, dataset_header(labeller.describe(), source_model, evaluator.rules.name,
+                                                      settings))
     done = {shard["index"] for shard in manifest["shards"]}
     bar = tqdm(total=settings.positions, initial=sum(s["positions"] for s in manifest["shards"]),
                unit="pos", disable=not progress, dynamic_ncols=True)
@@ -147,13 +129,49 @@ def generate_dataset(
         entry = write_shard(directory, index, tensors)
         entry.update(candidates=candidates, label_seconds=round(label_seconds, 3),
                      seconds=round(time.perf_counter() - started, 3))
-        manifest["shards"] = sorted([*manifest["shards"], entry], key=lambda shard: shard["index"])
-        write_manifest(directory, manifest)
+        record_shard(directory, manifest, entry)
         written += 1
         bar.update(entry["positions"])
         bar.set_postfix_str(f"{entry['positions'] / max(label_seconds, 1e-9):,.0f} labels/s")
     bar.close()
     return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
+
+
+def dataset_header(labeller: dict[str, Any], source_model: str, rules: str, settings: GenerationSettings
+                   ) -> dict[str, Any]:
+    """The manifest's description of a dataset (``labeller``: the labeller's ``describe()``)."""
+    return {
+        "format": MANIFEST_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "labeller": labeller,
+        "source_model": source_model,
+        "rules": rules,
+        "settings": dataclasses.asdict(settings),
+        "seed": settings.seed,
+        "shard_size": settings.shard_size,
+        "shards_planned": settings.shards,
+    }
+
+
+def open_dataset(directory: Path, header: dict[str, Any]) -> dict[str, Any]:
+    """The manifest to complete at ``directory``: a new one, or the existing one when it describes the
+    same dataset (its complete shards are kept); another dataset there is refused."""
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest = {**header, "shards": []}
+    if (directory / MANIFEST).exists():
+        existing = read_manifest(directory)
+        for key in ("labeller", "source_model", "rules", "settings"):
+            if existing.get(key) != header[key]:
+                raise ValueError(f"{directory} holds a dataset made with another {key} "
+                                 f"({existing.get(key)!r}); choose a new directory")
+        manifest["shards"] = existing["shards"]
+    return manifest
+
+
+def record_shard(directory: Path, manifest: dict[str, Any], entry: dict[str, Any]) -> None:
+    """List a shard just written in ``manifest`` and rewrite the manifest (atomically)."""
+    manifest["shards"] = sorted([*manifest["shards"], entry], key=lambda shard: shard["index"])
+    write_manifest(directory, manifest)
 
 
 def generate_shard(evaluator: Evaluator, labeller: Labeller, settings: GenerationSettings, index: int

@@ -105,3 +105,15 @@ def labeller_from_spec(spec: str, model: str, device: str = "cpu") -> Labeller:
     if kind == "rollout":
         return RolloutLabeller.from_spec(argument, model, device)
     raise ValueError(f"unknown labeller {spec!r}; known: ply:N, rollout:TRIALS[:truncate=K]")
+
+
+def labeller_from_description(description: dict[str, Any], evaluator: Evaluator) -> Labeller:
+    """The labeller that ``describe()`` gave ``description``, on ``evaluator`` (its model's network, as
+    rebuilt by a worker). A ply labeller on the self-play evaluator reuses the selection's evaluation."""
+    kind = description.get("kind")
+    if kind == "ply":
+        return PlyLabeller(evaluator, description["ply"], description["model"])
+    if kind == "rollout":
+        return RolloutLabeller(evaluator, description["trials"], description["truncate"], description["ply"],
+                               description["model"], description["seed"])
+    raise ValueError(f"unknown labeller description {description!r}")

@@ -41,18 +41,29 @@ def shard_name(index: int) -> str:
     return f"shard_{index:05d}.pt"
 
 
-def write_shard(directory: Path, index: int, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
-    """Write shard ``index`` atomically; returns its manifest entry."""
+def shard_bytes(index: int, tensors: dict[str, torch.Tensor]) -> bytes:
+    """Shard ``index``'s file contents (a ``torch.save`` of the tagged dict of its tensors). A worker
+    that makes the shard serialises it itself, so that the driver writes exactly these bytes."""
     missing = [name for name in SHARD_FIELDS if name not in tensors]
     if missing:
         raise ValueError(f"shard {index} lacks {', '.join(missing)}")
     buffer = io.BytesIO()
     torch.save({"format": SHARD_FORMAT, "format_version": FORMAT_VERSION, "index": index,
                 **{name: tensors[name].cpu().contiguous() for name in SHARD_FIELDS}}, buffer)
-    atomic_write(directory / shard_name(index), buffer.getvalue())
+    return buffer.getvalue()
+
+
+def shard_entry(index: int, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """Shard ``index``'s manifest entry: its file, positions and counts of each kind."""
     kinds = torch.bincount(tensors["kinds"].long(), minlength=len(KIND_NAMES)).tolist()
     return {"index": index, "file": shard_name(index), "positions": int(tensors["positions"].shape[0]),
             "kinds": {KIND_NAMES[k]: count for k, count in enumerate(kinds) if count}}
+
+
+def write_shard(directory: Path, index: int, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """Write shard ``index`` atomically; returns its manifest entry."""
+    atomic_write(directory / shard_name(index), shard_bytes(index, tensors))
+    return shard_entry(index, tensors)
 
 
 def read_shard(path: Path) -> dict[str, torch.Tensor]:

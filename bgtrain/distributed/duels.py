@@ -15,7 +15,7 @@ the missing chunks.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
 
@@ -32,26 +32,31 @@ def run_sharded(executor: Executor, unit: WorkUnit, shared: Shared, tasks: Itera
     """Every task's result by its index: read from ``store`` where its shard exists, else run (at most
     ``executor.window`` at a time) and written to ``store`` as it arrives. ``on_result(index, result)``
     is called for each, in index order of the tasks."""
-    tasks = list(tasks)
     results: dict[int, dict] = {}
-    done = store.done() if store is not None else set()
-    todo = []
-    for index, task in tasks:
-        if index in done:
-            results[index] = store.read(index)
-        else:
-            todo.append((index, task))
-    fresh = run_tasks(executor, unit, shared, todo)
-    for index, _ in tasks:
-        if index not in results:
-            key, result = next(fresh)
-            assert key == index, "results come back in submission order"
-            if store is not None:
-                store.write(index, result)
-            results[index] = result
+    for index, result in sharded_results(executor, unit, shared, tasks, store):
+        results[index] = result
         if on_result is not None:
-            on_result(index, results[index])
+            on_result(index, result)
     return results
+
+
+def sharded_results(executor: Executor, unit: WorkUnit, shared: Shared, tasks: Iterable[tuple[int, dict]],
+                    store: ShardStore | None = None) -> Iterator[tuple[int, dict]]:
+    """``(index, result)`` of every task, in the tasks' order, as ``run_sharded`` makes them. A caller
+    that stops early (a rollout that reached its target) calls ``executor.cancel()``: the tasks still
+    in flight are dropped, and none of their results is written."""
+    tasks = list(tasks)
+    done = store.done() if store is not None else set()
+    fresh = run_tasks(executor, unit, shared, [(index, task) for index, task in tasks if index not in done])
+    for index, _ in tasks:
+        if index in done:
+            yield index, store.read(index)
+            continue
+        key, result = next(fresh)
+        assert key == index, "results come back in submission order"
+        if store is not None:
+            store.write(index, result)
+        yield index, result
 
 
 def chunk_bounds(games: int, chunk_pairs: int) -> list[tuple[int, int]]:

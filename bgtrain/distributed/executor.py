@@ -8,7 +8,8 @@ that is lost (a worker died) can simply run again.
 
 An executor offers ``share(context) -> Shared`` (a context goes out once: on Ray it is put into the
 object store once and each worker fetches it once per version), ``submit(unit, shared, key, task)``
-and ``next_result() -> (key, result)``, which returns results in submission order. Callers keep a
+and ``next_result() -> (key, result)``, which returns results in submission order; ``cancel()`` drops
+the tasks submitted and not yet taken (a job that stops early). Callers keep a
 bounded number of tasks submitted (``run_tasks`` or their own loop, ``window`` at most): there is no
 unbounded queue anywhere. Because results come back in submission order and a result depends only
 on its inputs, a job whose submissions depend only on the results consumed so far (self-play
@@ -61,6 +62,8 @@ class Executor(Protocol):
 
     def pending(self) -> int: ...
 
+    def cancel(self) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -107,6 +110,10 @@ class InProcessExecutor:
     def pending(self) -> int:
         return len(self.queue)
 
+    def cancel(self) -> None:
+        """Drop every task submitted and not yet taken (it never runs)."""
+        self.queue.clear()
+
     def close(self) -> None:
         self.queue.clear()
 
@@ -135,8 +142,9 @@ def run_tasks(executor: Executor, unit: WorkUnit, shared: Shared, tasks: Iterabl
 EXECUTORS = ("process", "ray")
 
 
-def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags every distributable command takes."""
+def add_executor_arguments(parser: argparse.ArgumentParser, work_dir: bool = True) -> None:
+    """The flags every distributable command takes (``work_dir``: with ``--work-dir``, for jobs whose
+    output is not itself resumable)."""
     group = parser.add_argument_group("executor (bgtrain.distributed; docs/distributed.md)")
     group.add_argument("--executor", choices=EXECUTORS, default="process",
                        help="where the work units run: in this process (default) or on a Ray cluster")
@@ -146,8 +154,9 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--worker-cpus", type=float, default=1.0, help="CPUs each Ray worker reserves (default 1)")
     group.add_argument("--worker-gpus", type=float, default=0.0,
                        help="GPUs each Ray worker reserves, e.g. 0.25 for four workers per GPU (default 0)")
-    group.add_argument("--work-dir", metavar="DIR",
-                       help="write each unit's result to DIR as it completes; the same command resumes from it")
+    if work_dir:
+        group.add_argument("--work-dir", metavar="DIR",
+                           help="write each unit's result to DIR as it completes; the same command resumes from it")
 
 
 def executor_from_args(args: argparse.Namespace) -> Executor:

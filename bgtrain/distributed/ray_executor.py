@@ -201,6 +201,15 @@ class RayExecutor:
     def pending(self) -> int:
         return len(self.queue)
 
+    def cancel(self) -> None:
+        """Drop every task submitted and not yet taken: Ray is asked to cancel those not started (one
+        that runs finishes on its worker, and its result is never fetched)."""
+        for entry in self.queue:
+            with contextlib.suppress(Exception):
+                self.ray.cancel(entry.reference)
+        self.queue.clear()
+        self.outstanding = [0] * self.workers
+
     def worker_pids(self) -> list[int]:
         return self.ray.get([actor.pid.remote() for actor in self.actors])
 

@@ -12,6 +12,11 @@ batch-invariant, ``bgtrain.rollout.batching``), so the chunks merge (``RolloutRe
 exactly the result of one in-process ``rollout`` of all the trials, wherever and in whatever order the
 chunks ran. Chunks are multiples of 36 trials, so each covers whole strata of first rolls
 (``bgtrain.rollout.dice``).
+
+``rollout_plays_distributed`` rolls out the candidate plays of one roll (``bgtrain rollout --dice``) as
+such a rollout of their afterstates, all on one dice stream (common dice). ``target_error`` stops at
+the first chunk boundary where every standard error is small enough, the in-process rule
+(``bgtrain rollout --target-se``).
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from pathlib import Path
 import torch
 
 from bgtrain.cube import CubeState
-from bgtrain.distributed.duels import run_sharded
+from bgtrain.distributed.duels import sharded_results
 from bgtrain.distributed.executor import Executor, InProcessExecutor, WorkUnit
 from bgtrain.distributed.shards import ShardStore
 from bgtrain.distributed.work import network_arrays, network_from_arrays
+from bgtrain.rollout.chunks import target_reached
 from bgtrain.rollout.play import RolloutSettings, rollout
+from bgtrain.rollout.plays import PlaysRollout, candidate_rollout, plays_rollout
 from bgtrain.rollout.result import RolloutResult
 from engine.variants import get_rules
 
@@ -93,10 +100,18 @@ def trial_chunks(trials: int, chunk: int) -> list[tuple[int, int]]:
 def rollout_distributed(model: str | Path, boards: torch.Tensor, settings: RolloutSettings, *, seed: int = 0,
                         trials: int = 1296, chunk: int = DEFAULT_DISTRIBUTED_CHUNK,
                         cubes: CubeState | list[CubeState] | None = None, streams: torch.Tensor | None = None,
-                        executor: Executor | None = None, work_dir=None, recipe: dict | None = None) -> RolloutResult:
+                        executor: Executor | None = None, work_dir=None, recipe: dict | None = None,
+                        target_error: float | None = None) -> RolloutResult:
     """``rollout`` of trials ``[0, trials)`` of ``boards`` on the model file ``model``, as chunks of
     ``chunk`` trials run by ``executor`` (default: in process); with ``work_dir``, each chunk is a shard
-    and a rerun resumes. The same numbers as one in-process ``rollout`` with the same seed."""
+    and a rerun resumes. The same numbers as one in-process ``rollout`` with the same seed.
+
+    ``target_error``: stop after the first chunk (in trial order) at whose end every headline equity's
+    standard error is at most this (``bgtrain.rollout.chunks.target_reached``), the rule
+    ``rollout_in_chunks`` applies after each of its chunks: with the same chunk size, the same trials.
+    The chunks already in flight then are dropped (on a cluster, up to a window of chunks run in vain)."""
+    if target_error is not None and not target_error > 0:
+        raise ValueError(f"the target standard error must be > 0, not {target_error!r}")
     executor = executor or InProcessExecutor()
     bounds = trial_chunks(trials, chunk)
     boards = boards.to(torch.int8).cpu()
@@ -115,11 +130,27 @@ def rollout_distributed(model: str | Path, boards: torch.Tensor, settings: Rollo
     shared = executor.share(rollout_context(recipe, boards, settings, streams, cube_states))
     tasks = [(index, {"seed": seed, "first_trial": first, "trials": count})
              for index, (first, count) in enumerate(bounds)]
-    results = run_sharded(executor, ROLLOUT_CHUNK, shared, tasks, store)
     rules = get_rules(recipe["variant"])
-    parts = []
-    for index, (first, _) in enumerate(bounds):
-        arrays = {name: torch.tensor(results[index][name]) if name in results[index] else None for name in _ARRAYS}
-        parts.append(RolloutResult(boards=boards, first_trial=first, settings=settings, seed=seed, streams=streams,
-                                   rules=rules, **arrays))
-    return RolloutResult.merge(parts)
+    merged = None
+    for index, result in sharded_results(executor, ROLLOUT_CHUNK, shared, tasks, store):
+        arrays = {name: torch.tensor(result[name]) if name in result else None for name in _ARRAYS}
+        part = RolloutResult(boards=boards, first_trial=bounds[index][0], settings=settings, seed=seed,
+                             streams=streams, rules=rules, **arrays)
+        merged = part if merged is None else RolloutResult.merge([merged, part])
+        if target_reached(merged, target_error):
+            executor.cancel()
+            break
+    return merged
+
+
+def rollout_plays_distributed(evaluator, model: str | Path, board: torch.Tensor, dice: tuple[int, int],
+                              settings: RolloutSettings, *, top: int = 5, cube: CubeState | None = None,
+                              **options) -> PlaysRollout:
+    """``bgtrain.rollout.plays.rollout_plays`` as a distributed rollout: the candidates (chosen here by
+    ``evaluator``, the model's) are the positions of one ``rollout_distributed``, all on dice stream 0,
+    so trial t of every candidate has the same dice, as in process. ``options``: ``seed``, ``trials``,
+    ``chunk``, ``target_error``, ``executor``, ``work_dir``."""
+    candidates, boards, streams, cubes = candidate_rollout(evaluator, board, dice, settings.ply, top, cube)
+    result = rollout_distributed(model, boards, settings, streams=streams, cubes=[cubes] * len(candidates),
+                                 **options)
+    return plays_rollout(candidates, boards, result)

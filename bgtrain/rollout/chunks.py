@@ -53,9 +53,16 @@ def rollout_in_chunks(
                            trials=min(chunk, trials - done), **options)
             merged = part if merged is None else RolloutResult.merge([merged, part])
             equity, error = merged.headline()
-            worst = float(error.max()) if merged.trials > 1 else float("inf")
             bar.update(part.trials)
             bar.set_postfix_str(f"equity {sign * float(equity[0]):+.4f} ± {float(error[0]):.4f}")
-            if target_error is not None and worst <= target_error:
+            if target_reached(merged, target_error):
                 break
     return merged
+
+
+def target_reached(result: RolloutResult, target_error: float | None) -> bool:
+    """The stopping rule, checked after each chunk: every position's headline equity has a standard
+    error at or below ``target_error`` (never with a single trial, whose error is unknown)."""
+    if target_error is None or result.trials < 2:
+        return False
+    return float(result.headline()[1].max()) <= target_error

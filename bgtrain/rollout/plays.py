@@ -90,11 +90,25 @@ def rollout_plays(
     ``cube``: the cube before the play, from the mover's side. ``chunking``: ``seed``, ``trials``,
     ``chunk``, ``target_error``, ``progress`` (``rollout_in_chunks``).
     """
-    candidates = candidate_plays(evaluator, board, dice, settings.ply, top)
+    candidates, boards, streams, cubes = candidate_rollout(evaluator, board, dice, settings.ply, top, cube)
+    result = rollout_in_chunks(evaluator, boards, settings, streams=streams, cubes=cubes, sign=-1.0,
+                               description=f"plays of {dice[0]}{dice[1]}", **chunking)
+    return plays_rollout(candidates, boards, result)
+
+
+def candidate_rollout(evaluator: Evaluator, board: torch.Tensor, dice: tuple[int, int], ply: int, top: int,
+                      cube: CubeState | None = None):
+    """The candidates of ``dice`` (``candidate_plays``) and what their rollout starts from: the
+    afterstates from the opponent's side (``int8[C, 28]``), one common dice stream for all
+    (``int64[C]`` zeros) and the cube from the opponent's side."""
+    candidates = candidate_plays(evaluator, board, dice, ply, top)
     afterstates = torch.tensor([move.board for move in candidates], dtype=torch.int8, device=board.device)
     streams = torch.zeros(len(candidates), dtype=torch.int64, device=board.device)  # common dice
-    result = rollout_in_chunks(evaluator, flip_board(afterstates), settings, streams=streams,
-                               cubes=(cube or CubeState()).flipped(), sign=-1.0, description=f"plays of {dice[0]}{dice[1]}",
-                               **chunking)
-    return PlaysRollout(tuple(move.play for move in candidates), afterstates,
+    return candidates, flip_board(afterstates), streams, (cube or CubeState()).flipped()
+
+
+def plays_rollout(candidates, boards: torch.Tensor, result: RolloutResult) -> PlaysRollout:
+    """The ``PlaysRollout`` of ``candidates`` from the rollout ``result`` of ``boards`` (their
+    afterstates from the opponent's side, as ``candidate_rollout`` gives them)."""
+    return PlaysRollout(tuple(move.play for move in candidates), flip_board(boards),
                         tuple(move.equity for move in candidates), result)

@@ -1,0 +1,104 @@
+"""Dataset generation and labelling as jobs of whole dataset shards, on any executor.
+
+``DATASET_SHARD``: shard k of a dataset (``bgtrain.datasets.generate.generate_shard``, a function of
+the settings and k alone). Context: the model (``model_recipe``: a checkpoint's architecture and
+weights as numpy arrays and its variant; an ONNX file by its path, on a shared filesystem), the
+labeller's description (its ``describe()``; the worker rebuilds it on the evaluator it prepared, so a
+``ply:N`` labeller at the selection ply reuses the selection's evaluation exactly as in process) and
+the generation settings. Task: ``index``. Result: the shard file's bytes (``uint8[n]``; the worker
+serialises the shard itself, with the function an in-process generation writes it with, so the bytes
+are the same) and its manifest entry.
+
+The driver alone writes: each shard atomically as its result arrives, then the manifest that lists it
+(``bgtrain.datasets.shards``: a shard not in the manifest is ignored and rewritten). A killed driver,
+rerun with the same command, skips the shards its manifest lists; a shard whose worker died runs again
+elsewhere, and its result is taken once, so no shard is written twice.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bgtrain.datasets.generate import (
+    GenerationSettings,
+    dataset_header,
+    generate_shard,
+    open_dataset,
+    record_shard,
+)
+from bgtrain.datasets.labellers import labeller_from_description
+from bgtrain.datasets.shards import MANIFEST, read_manifest, shard_bytes, shard_entry, shard_name
+from bgtrain.distributed.executor import Executor, InProcessExecutor, WorkUnit, run_tasks
+from bgtrain.distributed.rollouts import evaluator_from_recipe, model_recipe
+from bgtrain.files import atomic_write
+from engine.variants import get_rules
+
+
+def dataset_context(recipe: dict, labeller: dict[str, Any], settings: GenerationSettings) -> dict:
+    return {"recipe": recipe, "labeller": labeller, "settings": asdict(settings)}
+
+
+def _prepare_dataset(context: dict, device: str) -> dict:
+    evaluator = evaluator_from_recipe(context["recipe"], device)
+    return {"evaluator": evaluator, "labeller": labeller_from_description(context["labeller"], evaluator),
+            "settings": GenerationSettings(**context["settings"])}
+
+
+def make_dataset_shard(prepared: dict, task: dict) -> dict:
+    started = time.perf_counter()
+    index = task["index"]
+    tensors, label_seconds, candidates = generate_shard(prepared["evaluator"], prepared["labeller"],
+                                                        prepared["settings"], index)
+    data = np.frombuffer(shard_bytes(index, tensors), dtype=np.uint8)
+    entry = shard_entry(index, tensors)
+    entry.update(candidates=candidates, label_seconds=round(label_seconds, 3),
+                 seconds=round(time.perf_counter() - started, 3))
+    return {"shard": data, "entry": entry}
+
+
+DATASET_SHARD = WorkUnit("dataset_shard", _prepare_dataset, make_dataset_shard)
+
+
+def generate_dataset_distributed(
+    directory: str | Path,
+    model: str | Path,
+    labeller: dict[str, Any],
+    settings: GenerationSettings,
+    source_model: str = "",
+    executor: Executor | None = None,
+    progress: bool = True,
+    stop_after_shards: int | None = None,
+    recipe: dict | None = None,
+) -> dict[str, Any]:
+    """``generate_dataset`` with the shards made by ``executor`` (default: in process) on the model file
+    ``model``, labelled by the labeller that ``labeller`` (a ``describe()``) describes, which must label
+    with that same model. The same files as ``generate_dataset`` for the same settings; returns the
+    manifest. ``stop_after_shards``: write at most that many new shards (the tests' stand-in for a kill)."""
+    from tqdm import tqdm
+
+    if labeller.get("model") != source_model:
+        raise ValueError(f"on an executor the labeller labels with the self-play model {source_model!r}, "
+                         f"not {labeller.get('model')!r}")
+    executor = executor or InProcessExecutor()
+    recipe = recipe or model_recipe(model)
+    directory = Path(directory)
+    header = dataset_header(labeller, source_model, get_rules(recipe["variant"]).name, settings)
+    manifest = open_dataset(directory, header)
+    done = {shard["index"] for shard in manifest["shards"]}
+    todo = [index for index in range(settings.shards) if index not in done][:stop_after_shards]
+    shared = executor.share(dataset_context(recipe, labeller, settings))
+    bar = tqdm(total=settings.positions, initial=sum(s["positions"] for s in manifest["shards"]),
+               unit="pos", disable=not progress, dynamic_ncols=True)
+    for index, result in run_tasks(executor, DATASET_SHARD, shared, [(index, {"index": index}) for index in todo]):
+        entry = dict(result["entry"])
+        atomic_write(directory / shard_name(index), result["shard"].tobytes())
+        record_shard(directory, manifest, entry)
+        bar.update(entry["positions"])
+        bar.set_postfix_str(f"{entry['positions'] / max(entry['label_seconds'], 1e-9):,.0f} labels/s")
+    bar.close()
+    return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
