@@ -82,7 +82,7 @@ def _fits(source: torch.Tensor, target: torch.Tensor, die: torch.Tensor) -> torc
 
 
 def _two_die_steps(net, hit, dice) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sources and destinations ``int64[N, 4]`` (-1 past the last step) of rolls of two different dice."""
+    """Sources and destinations ``int64[N, 2]`` (-1 past the last step) of rolls of two different dice."""
     rows = net.shape[0]
     leaving = (-net).clamp(min=0)
     leaving[:, 0] = 0
@@ -91,7 +91,7 @@ def _two_die_steps(net, hit, dice) -> tuple[torch.Tensor, torch.Tensor]:
     targets, _ = _units_from_top(arriving, _BAR_NODE - 1, 2)
     movers = leaving.sum(1)
     high, low = dice[:, 0], dice[:, 1]
-    source = torch.full((rows, _MAX_STEPS), _NONE, dtype=torch.int64, device=net.device)
+    source = torch.full((rows, 2), _NONE, dtype=torch.int64, device=net.device)
     target = source.clone()
 
     # One node loses a checker: one checker moved, once or through s - d1 or s - d2 (written if hit).
@@ -136,26 +136,27 @@ def _pack_token(start, end, inner, inner_count, inner_marks, end_mark, count):
 
 
 def _tokens(source: torch.Tensor, target: torch.Tensor, hit: torch.Tensor) -> torch.Tensor:
-    """``int64[N, 4]``: the tokens of each play in written order, 0 past the last.
+    """``int64[N, S]``: the tokens of each play of at most ``S`` steps (``source``, ``target``: ``int64[N, S]``,
+    -1 past the last step) in written order, 0 past the last.
 
     gnubg's rules (see ``engine.notation``): each step, from the highest source down, continues the first
     path that ends where it starts, else starts a path; an intermediate point is kept only where a blot
     was hit; identical paths are written once with their count, in order of first appearance; a hit
     point is marked ``*`` where it is first written."""
-    rows = source.shape[0]
+    rows, steps = source.shape
     device = source.device
-    zeros = torch.zeros(rows, _MAX_STEPS, dtype=torch.int64, device=device)
+    zeros = torch.zeros(rows, steps, dtype=torch.int64, device=device)
     start, end = zeros - 1, zeros - 1
     inner, inner_count = zeros.clone(), zeros.clone()
     paths = torch.zeros(rows, dtype=torch.int64, device=device)
-    for step in range(_MAX_STEPS):
+    for step in range(steps):
         origin, destination = source[:, step], target[:, step]
         active = origin >= 0
         matches = (end == origin.unsqueeze(1)) & active.unsqueeze(1)
         continues = matches.any(1)
         chosen = matches.to(torch.int8).argmax(1)
         passed_hit = hit.gather(1, origin.clamp(min=0).unsqueeze(1)).squeeze(1)
-        for path in range(_MAX_STEPS):
+        for path in range(step + 1):  # a step continues or starts one of the paths so far
             extend = active & continues & (chosen == path)
             keep = extend & passed_hit
             inner[:, path] = torch.where(keep, inner[:, path] * 32 + origin, inner[:, path])
@@ -169,7 +170,7 @@ def _tokens(source: torch.Tensor, target: torch.Tensor, hit: torch.Tensor) -> to
     present = start >= 0
     identity = (start * 32 + end) << _INNER_BITS | inner
     count = present.to(torch.int64)
-    for later in range(1, _MAX_STEPS):
+    for later in range(1, steps):
         for earlier in range(later):
             same = present[:, later] & (count[:, later] > 0) & (count[:, earlier] > 0) & (
                 identity[:, earlier] == identity[:, later])
@@ -180,10 +181,10 @@ def _tokens(source: torch.Tensor, target: torch.Tensor, hit: torch.Tensor) -> to
     marked = torch.zeros(rows, _NODES, dtype=torch.bool, device=device)
     tokens = zeros.clone()
     row_index = torch.arange(rows, device=device)
-    for path in range(_MAX_STEPS):
+    for path in range(steps):
         written = count[:, path] > 0
         inner_marks = torch.zeros(rows, dtype=torch.int64, device=device)
-        for position in range(3):
+        for position in range(steps - 1):  # a path of k steps keeps at most k - 1 points
             exists = written & (inner_count[:, path] > position)
             shift = (inner_count[:, path] - 1 - position).clamp(min=0) * 5
             point = (inner[:, path] >> shift) & 31
@@ -256,17 +257,34 @@ def distinct_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -
     net, hit = differences(board, afterstates)
     rolls = dice.to(net.device)[afterstates.position].to(torch.int64)
     doubles = rolls[:, 0] == rolls[:, 1]
-    source = torch.full((net.shape[0], _MAX_STEPS), _NONE, dtype=torch.int64, device=net.device)
-    target = source.clone()
+    tokens = torch.zeros(net.shape[0], _MAX_STEPS, dtype=torch.int64, device=net.device)
     if doubles.any():
         rows = doubles.nonzero().squeeze(1)
-        source[rows], target[rows] = _double_steps(net[rows], rolls[rows, 0])
-    if not doubles.all():
+        tokens[rows] = _tokens(*_double_steps(net[rows], rolls[rows, 0]), hit[rows])
+    if not doubles.all():  # at most two steps: the loops over steps and paths stop at two
         rows = (~doubles).nonzero().squeeze(1)
-        source[rows], target[rows] = _two_die_steps(net[rows], hit[rows], rolls[rows])
-    tokens = _tokens(source, target, hit)
-    distinct, index = torch.unique(tokens.cpu(), dim=0, return_inverse=True)
+        tokens[rows, :2] = _tokens(*_two_die_steps(net[rows], hit[rows], rolls[rows]), hit[rows])
+    tokens = tokens.cpu()
+    distinct, index = _distinct_rows(tokens)
     return _play_texts(distinct.tolist()), index
+
+
+def _distinct_rows(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.unique(tokens, dim=0, return_inverse=True)``, faster: the tokens are numbered first, and a
+    row of four numbers becomes one integer to sort when they fit (``unique`` by rows sorts row by row)."""
+    values, numbers = torch.unique(tokens, return_inverse=True)
+    base = values.shape[0]
+    if base**_MAX_STEPS >= 1 << 62:
+        return torch.unique(tokens, dim=0, return_inverse=True)
+    key = numbers[:, 0]
+    for column in range(1, _MAX_STEPS):
+        key = key * base + numbers[:, column]
+    keys, index = torch.unique(key, return_inverse=True)
+    digits = torch.empty(keys.shape[0], _MAX_STEPS, dtype=torch.int64)
+    for column in range(_MAX_STEPS - 1, -1, -1):
+        digits[:, column] = keys % base
+        keys = keys // base
+    return values[digits], index
 
 
 def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:
