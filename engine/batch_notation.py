@@ -40,88 +40,84 @@ def scalar_fallback_rows() -> int:
 
 
 def differences(board: torch.Tensor, afterstates) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(net int64[N, 26], hit bool[N, 26])``: each afterstate's change of the mover's checkers per node
-    (off, points, bar and hand) and the nodes (points 1..24 only) where an opponent blot was hit."""
-    before = board.to(afterstates.boards.device)[afterstates.position].to(torch.int64)
-    after = afterstates.boards.to(torch.int64)
-    net = torch.zeros(after.shape[0], _NODES, dtype=torch.int64, device=after.device)
-    net[:, 1:25] = after[:, 1:25].clamp(min=0) - before[:, 1:25].clamp(min=0)
-    net[:, 25] = after[:, 25] + after[:, 26] - before[:, 25] - before[:, 26]
-    net[:, 0] = -net[:, 1:].sum(-1)
-    hit = torch.zeros(after.shape[0], _NODES, dtype=torch.bool, device=after.device)
-    hit[:, 1:25] = (before[:, 1:25] == -1) & (after[:, 1:25] != -1)
-    return net, hit
+    """``(net int8[26, N], hits int64[N])``: each afterstate's change of the mover's checkers per node (off,
+    points, bar and hand), node-major, and a bit mask of the points where an opponent blot was hit (bit p
+    for point p). Node-major and narrow because reductions over the 26 nodes of a row-major tensor are
+    many times slower than the same reductions across rows."""
+    before = board.to(afterstates.boards.device).t().contiguous()[:, afterstates.position]
+    after = afterstates.boards.t().contiguous()
+    net = torch.empty(_NODES, after.shape[1], dtype=torch.int8, device=after.device)
+    net[1:25] = after[1:25].clamp(min=0) - before[1:25].clamp(min=0)
+    net[25] = after[25] + after[26] - before[25] - before[26]
+    net[0] = -net[1:].sum(0, dtype=torch.int8)
+    hit = (before[1:25] == -1) & (after[1:25] != -1)
+    points = torch.arange(1, 25, dtype=torch.int64, device=after.device).unsqueeze(1)
+    return net, (hit.to(torch.int64) << points).sum(0)
 
 
-def _units_from_top(counts: torch.Tensor, top: int, units: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(node int64[N, units], present bool[N, units])``: the node of the k-th unit of ``counts`` (nodes
-    ``top`` down to 0 of ``counts int64[N, top + 1]``, each node repeated as often as it counts)."""
-    cumulative = counts.flip(1).cumsum(1)  # column i is node top - i
-    rank = torch.arange(units, device=counts.device)
-    node = top - (cumulative.unsqueeze(1) <= rank.view(1, -1, 1)).sum(-1)
-    return node, cumulative[:, -1:] > rank
+def _bit(mask: torch.Tensor, node: torch.Tensor) -> torch.Tensor:
+    """Whether ``node int64[N]`` is set in the per-row bit mask ``mask int64[N]``."""
+    return (mask >> node) & 1 == 1
+
+
+def _units_from_top(counts: torch.Tensor, top: int, units: int) -> tuple[list, list]:
+    """``(nodes, present)``, lists of ``units`` tensors ``int64[N]`` and ``bool[N]``: the node of the k-th
+    unit of ``counts int8[top + 1, N]`` (nodes ``top`` down to 0, each repeated as often as it counts)."""
+    cumulative = counts.flip(0).cumsum(0, dtype=torch.int8)  # row i is node top - i (at most 4)
+    nodes = [top - (cumulative <= rank).sum(0) for rank in range(units)]
+    return nodes, [cumulative[-1] > rank for rank in range(units)]
 
 
 def _double_steps(net: torch.Tensor, die: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sources and destinations ``int64[N, 4]`` (-1 past the last step) of doubles of ``die int64[N]``:
-    from the bar down, what arrives from p + d, less what stays at p, leaves p."""
-    rows = net.shape[0]
-    leaving = torch.zeros(rows, _NODES + 6, dtype=torch.int64, device=net.device)  # nodes past 25 stay 0
+    """Sources and destinations ``int64[4, N]`` (-1 past the last step) of doubles of ``die int64[N]``
+    (``net``: ``int8[26, N]``): from the bar down, what arrives from p + d, less what stays at p, leaves p."""
+    leaving = torch.zeros(_NODES + 6, net.shape[1], dtype=torch.int8, device=net.device)  # past 25: 0
     for point in range(_BAR_NODE, 0, -1):
-        arriving = leaving.gather(1, (point + die).unsqueeze(1)).squeeze(1)
-        leaving[:, point] = arriving - net[:, point]
-    counts = leaving[:, : _BAR_NODE + 1].clone()
-    counts[:, 0] = 0
-    source, present = _units_from_top(counts, _BAR_NODE, _MAX_STEPS)
-    target = (source - die.unsqueeze(1)).clamp(min=0)
-    return torch.where(present, source, _NONE), torch.where(present, target, _NONE)
+        leaving[point] = leaving.gather(0, (point + die).unsqueeze(0)).squeeze(0) - net[point]
+    leaving[0] = 0
+    nodes, present = _units_from_top(leaving[: _BAR_NODE + 1], _BAR_NODE, _MAX_STEPS)
+    source = torch.stack([torch.where(here, node, _NONE) for node, here in zip(nodes, present)])
+    target = torch.where(source >= 0, (source - die).clamp(min=0), _NONE)
+    return source, target
 
 
 def _fits(source: torch.Tensor, target: torch.Tensor, die: torch.Tensor) -> torch.Tensor:
     return target == (source - die).clamp(min=0)
 
 
-def _two_die_steps(net, hit, dice) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sources and destinations ``int64[N, 2]`` (-1 past the last step) of rolls of two different dice."""
-    rows = net.shape[0]
+def _two_die_steps(net, hits, dice) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sources and destinations ``int64[2, N]`` (-1 past the last step) of rolls of two different dice
+    (``net``: ``int8[26, N]``, ``dice``: ``int64[2, N]``)."""
     leaving = (-net).clamp(min=0)
-    leaving[:, 0] = 0
-    arriving = net[:, :_BAR_NODE].clamp(min=0)
-    sources, _ = _units_from_top(leaving, _BAR_NODE, 2)
-    targets, _ = _units_from_top(arriving, _BAR_NODE - 1, 2)
-    movers = leaving.sum(1)
-    high, low = dice[:, 0], dice[:, 1]
-    source = torch.full((rows, 2), _NONE, dtype=torch.int64, device=net.device)
-    target = source.clone()
+    leaving[0] = 0
+    (start, second), _ = _units_from_top(leaving, _BAR_NODE, 2)
+    (end, far), _ = _units_from_top(net[:_BAR_NODE].clamp(min=0), _BAR_NODE - 1, 2)
+    movers = leaving.sum(0)
+    one, two = movers == 1, movers == 2
+    none = torch.full_like(start, _NONE)
 
     # One node loses a checker: one checker moved, once or through s - d1 or s - d2 (written if hit).
-    start, end = sources[:, 0], targets[:, 0]
-    through = torch.full_like(start, _NONE)
-    for die in (low, high):  # the first that fits wins; only the actual path can hold a hit
+    through = none
+    for die in dice:  # only the path it took can hold a hit
         middle = start - die
-        hit_there = hit.gather(1, middle.clamp(min=0).unsqueeze(1)).squeeze(1)
-        through = torch.where((through < 0) & (middle > end) & (middle >= 1) & hit_there, middle, through)
-    one = movers == 1
+        passed = (middle > end) & (middle >= 1) & _bit(hits, middle.clamp(min=0))
+        through = torch.where(passed, middle, through)
     twice = one & (through >= 0)
-    source[:, 0] = torch.where(one, start, source[:, 0])
-    target[:, 0] = torch.where(twice, through, torch.where(one, end, target[:, 0]))
-    source[:, 1] = torch.where(twice, through, source[:, 1])
-    target[:, 1] = torch.where(twice, end, target[:, 1])
 
     # Two nodes (or one node twice) lose a checker: one step each; the pairing is the one the dice fit.
-    first, second = sources[:, 0], sources[:, 1]
-    near, far = targets[:, 0], targets[:, 1]
-    straight = (_fits(first, near, high) & _fits(second, far, low)) | (
-        _fits(first, near, low) & _fits(second, far, high))
-    first_target = torch.where(straight, near, far)
-    second_target = torch.where(straight, far, near)
+    straight = (_fits(start, end, dice[0]) & _fits(second, far, dice[1])) | (
+        _fits(start, end, dice[1]) & _fits(second, far, dice[0]))
+    first_target = torch.where(straight, end, far)
+    second_target = torch.where(straight, far, end)
     # Steps are written from the highest (source, destination) down.
-    swap = (first == second) & (first_target < second_target)
-    two = movers == 2
-    source[:, 0] = torch.where(two, first, source[:, 0])
-    source[:, 1] = torch.where(two, second, source[:, 1])
-    target[:, 0] = torch.where(two, torch.where(swap, second_target, first_target), target[:, 0])
-    target[:, 1] = torch.where(two, torch.where(swap, first_target, second_target), target[:, 1])
+    swap = (start == second) & (first_target < second_target)
+    first_target, second_target = (torch.where(swap, second_target, first_target),
+                                   torch.where(swap, first_target, second_target))
+
+    source = torch.stack([torch.where(one | two, start, none),
+                          torch.where(two, second, torch.where(twice, through, none))])
+    target = torch.stack([torch.where(two, first_target, torch.where(twice, through, torch.where(one, end, none))),
+                          torch.where(two, second_target, torch.where(twice, end, none))])
     return source, target
 
 
@@ -135,69 +131,66 @@ def _pack_token(start, end, inner, inner_count, inner_marks, end_mark, count):
             + end_mark) * 8 + count
 
 
-def _tokens(source: torch.Tensor, target: torch.Tensor, hit: torch.Tensor) -> torch.Tensor:
-    """``int64[N, S]``: the tokens of each play of at most ``S`` steps (``source``, ``target``: ``int64[N, S]``,
-    -1 past the last step) in written order, 0 past the last.
+def _tokens(source: torch.Tensor, target: torch.Tensor, hits: torch.Tensor) -> torch.Tensor:
+    """``int64[S, N]``: the tokens of each play of at most ``S`` steps (``source``, ``target``: ``int64[S, N]``,
+    -1 past the last step; ``hits``: a bit mask of the hit nodes per row) in written order, 0 past the last.
 
     gnubg's rules (see ``engine.notation``): each step, from the highest source down, continues the first
     path that ends where it starts, else starts a path; an intermediate point is kept only where a blot
     was hit; identical paths are written once with their count, in order of first appearance; a hit
-    point is marked ``*`` where it is first written."""
-    rows, steps = source.shape
-    device = source.device
-    zeros = torch.zeros(rows, steps, dtype=torch.int64, device=device)
-    start, end = zeros - 1, zeros - 1
-    inner, inner_count = zeros.clone(), zeros.clone()
-    paths = torch.zeros(rows, dtype=torch.int64, device=device)
+    point is marked ``*`` where it is first written. Paths are lists of ``int64[N]`` columns (column
+    writes into a matrix cost more than the arithmetic)."""
+    steps, rows = source.shape
+    none = torch.full((rows,), _NONE, dtype=torch.int64, device=source.device)
+    zero = torch.zeros(rows, dtype=torch.int64, device=source.device)
+    start, end, inner, inner_count = [], [], [], []
     for step in range(steps):
-        origin, destination = source[:, step], target[:, step]
+        origin, destination = source[step], target[step]
         active = origin >= 0
-        matches = (end == origin.unsqueeze(1)) & active.unsqueeze(1)
-        continues = matches.any(1)
-        chosen = matches.to(torch.int8).argmax(1)
-        passed_hit = hit.gather(1, origin.clamp(min=0).unsqueeze(1)).squeeze(1)
-        for path in range(step + 1):  # a step continues or starts one of the paths so far
-            extend = active & continues & (chosen == path)
-            keep = extend & passed_hit
-            inner[:, path] = torch.where(keep, inner[:, path] * 32 + origin, inner[:, path])
-            inner_count[:, path] += keep.to(torch.int64)
-            fresh = active & ~continues & (paths == path)
-            start[:, path] = torch.where(fresh, origin, start[:, path])
-            end[:, path] = torch.where(extend | fresh, destination, end[:, path])
-        paths += (active & ~continues).to(torch.int64)
+        kept = _bit(hits, origin.clamp(min=0))
+        unplaced = active
+        for path in range(step):  # the first path that ends where this step starts
+            extend = unplaced & (end[path] == origin)
+            unplaced = unplaced & ~extend
+            keep = extend & kept
+            inner[path] = torch.where(keep, inner[path] * 32 + origin, inner[path])
+            inner_count[path] = inner_count[path] + keep
+            end[path] = torch.where(extend, destination, end[path])
+        # Otherwise a new path, in slot `step`: slots are in order of creation, and a slot whose step
+        # continued a path stays empty and writes nothing.
+        start.append(torch.where(unplaced, origin, none))
+        end.append(torch.where(unplaced, destination, none))
+        inner.append(zero)
+        inner_count.append(zero)
 
     # Identical paths: counted at their first appearance.
-    present = start >= 0
-    identity = (start * 32 + end) << _INNER_BITS | inner
-    count = present.to(torch.int64)
+    identity = [(first * 32 + last) << _INNER_BITS | points for first, last, points in zip(start, end, inner)]
+    count = [(first >= 0).to(torch.int64) for first in start]
     for later in range(1, steps):
         for earlier in range(later):
-            same = present[:, later] & (count[:, later] > 0) & (count[:, earlier] > 0) & (
-                identity[:, earlier] == identity[:, later])
-            count[:, earlier] += same.to(torch.int64)
-            count[:, later] = torch.where(same, 0, count[:, later])
+            same = (count[later] > 0) & (count[earlier] > 0) & (identity[earlier] == identity[later])
+            count[earlier] = count[earlier] + same
+            count[later] = torch.where(same, 0, count[later])
 
     # Marks where each hit point is first written: the kept points of each path, then its end.
-    marked = torch.zeros(rows, _NODES, dtype=torch.bool, device=device)
-    tokens = zeros.clone()
-    row_index = torch.arange(rows, device=device)
+    marked = zero
+    tokens = []
     for path in range(steps):
-        written = count[:, path] > 0
-        inner_marks = torch.zeros(rows, dtype=torch.int64, device=device)
+        written = count[path] > 0
+        inner_marks = zero
         for position in range(steps - 1):  # a path of k steps keeps at most k - 1 points
-            exists = written & (inner_count[:, path] > position)
-            shift = (inner_count[:, path] - 1 - position).clamp(min=0) * 5
-            point = (inner[:, path] >> shift) & 31
-            fresh = exists & ~marked[row_index, point]  # kept points are hit points
-            inner_marks |= fresh.to(torch.int64) << position
-            marked[row_index, point] |= fresh
-        finish = end[:, path].clamp(min=0)
-        end_mark = written & hit[row_index, finish] & ~marked[row_index, finish]
-        marked[row_index, finish] |= end_mark
-        token = _pack_token(start[:, path].clamp(min=0), finish, inner[:, path], inner_count[:, path],
-                            inner_marks, end_mark.to(torch.int64), count[:, path])
-        tokens[:, path] = torch.where(written, token, 0)
-    return tokens
+            shift = (inner_count[path] - 1 - position).clamp(min=0) * 5
+            point = (inner[path] >> shift) & 31
+            fresh = written & (inner_count[path] > position) & ~_bit(marked, point)  # kept points are hits
+            inner_marks = inner_marks | (fresh.to(torch.int64) << position)
+            marked = marked | (fresh.to(torch.int64) << point)
+        finish = end[path].clamp(min=0)
+        end_mark = (written & _bit(hits, finish) & ~_bit(marked, finish)).to(torch.int64)
+        marked = marked | (end_mark << finish)
+        token = _pack_token(start[path].clamp(min=0), finish, inner[path], inner_count[path], inner_marks,
+                            end_mark, count[path])
+        tokens.append(torch.where(written, token, 0))
+    return torch.stack(tokens)
 
 
 def _node_text(node: int) -> str:
@@ -254,31 +247,31 @@ def distinct_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -
         return distinct, torch.tensor([where[text] for text in texts], dtype=torch.int64)
     if afterstates.total == 0:
         return [], torch.zeros(0, dtype=torch.int64)
-    net, hit = differences(board, afterstates)
-    rolls = dice.to(net.device)[afterstates.position].to(torch.int64)
-    doubles = rolls[:, 0] == rolls[:, 1]
-    tokens = torch.zeros(net.shape[0], _MAX_STEPS, dtype=torch.int64, device=net.device)
+    net, hits = differences(board, afterstates)
+    rolls = dice.to(net.device).t().to(torch.int64)[:, afterstates.position]  # [2, N]
+    doubles = rolls[0] == rolls[1]
+    tokens = torch.zeros(_MAX_STEPS, net.shape[1], dtype=torch.int64, device=net.device)
     if doubles.any():
         rows = doubles.nonzero().squeeze(1)
-        tokens[rows] = _tokens(*_double_steps(net[rows], rolls[rows, 0]), hit[rows])
+        tokens[:, rows] = _tokens(*_double_steps(net[:, rows], rolls[0, rows]), hits[rows])
     if not doubles.all():  # at most two steps: the loops over steps and paths stop at two
         rows = (~doubles).nonzero().squeeze(1)
-        tokens[rows, :2] = _tokens(*_two_die_steps(net[rows], hit[rows], rolls[rows]), hit[rows])
-    tokens = tokens.cpu()
-    distinct, index = _distinct_rows(tokens)
+        tokens[:2, rows] = _tokens(*_two_die_steps(net[:, rows], hits[rows], rolls[:, rows]), hits[rows])
+    distinct, index = _distinct_rows(tokens.cpu())
     return _play_texts(distinct.tolist()), index
 
 
 def _distinct_rows(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.unique(tokens, dim=0, return_inverse=True)``, faster: the tokens are numbered first, and a
-    row of four numbers becomes one integer to sort when they fit (``unique`` by rows sorts row by row)."""
+    """``torch.unique(tokens.t(), dim=0, return_inverse=True)`` of ``tokens int64[4, N]``, faster: the
+    tokens are numbered first, and the four numbers of a row become one integer to sort when they fit
+    (``unique`` by rows compares row by row)."""
     values, numbers = torch.unique(tokens, return_inverse=True)
     base = values.shape[0]
     if base**_MAX_STEPS >= 1 << 62:
-        return torch.unique(tokens, dim=0, return_inverse=True)
-    key = numbers[:, 0]
+        return torch.unique(tokens.t(), dim=0, return_inverse=True)
+    key = numbers[0]
     for column in range(1, _MAX_STEPS):
-        key = key * base + numbers[:, column]
+        key = key * base + numbers[column]
     keys, index = torch.unique(key, return_inverse=True)
     digits = torch.empty(keys.shape[0], _MAX_STEPS, dtype=torch.int64)
     for column in range(_MAX_STEPS - 1, -1, -1):
