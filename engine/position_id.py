@@ -226,34 +226,39 @@ def split_checkers_in_hand(board: Sequence[int] | torch.Tensor) -> tuple[list[in
     return values, hand
 
 
-def _key_runs(boards: torch.Tensor) -> np.ndarray:
-    """``int64[N, 50]``: the checker counts of every row in key order (opponent's places, then the mover's)."""
-    values = boards[:, :26].to(torch.int64).cpu().numpy()
-    # The opponent's point q is the mover's 25 - q, its bar index 0; the mover's bar is index 25.
-    runs = np.empty((values.shape[0], 2 * PLACES_PER_SIDE), dtype=np.int64)
-    runs[:, :24] = np.maximum(-values[:, 24:0:-1], 0)
-    runs[:, 24] = np.maximum(-values[:, OPPONENT_BAR], 0)
-    runs[:, 25:49] = np.maximum(values[:, 1:25], 0)
-    runs[:, 49] = np.maximum(values[:, MOVER_BAR], 0)
-    return runs
+def _half_keys(runs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(key int64[2, N], bits int64[2, N])``: the bits of each side's 25 places (``runs int64[2, 25, N]``):
+    at most 15 1-bits and 25 0-bits, so 40 bits fit one integer.
+
+    Place j closes with a 0-bit at ``ends[j] - 1`` (``ends``: the running count of bits), and every bit
+    below the last one is a 1-bit but those: ``2**(ends[24] - 1) - 1 - sum(2**(ends[j] - 1), j < 24)``."""
+    ends = runs.cumsum(1) + torch.arange(1, PLACES_PER_SIDE + 1, dtype=torch.int64).view(1, -1, 1)
+    last = ends[:, -1]
+    return ((1 << (last - 1)) - 1) - (1 << (ends[:, :-1] - 1)).sum(1), last
 
 
 def encode_position_ids(boards: torch.Tensor) -> list[str]:
-    """``encode_position_id`` of every row of ``int8[N, 28]`` at once (array operations, one Base64 call),
+    """``encode_position_id`` of every row of ``int8[N, 28]`` at once (tensor operations, one Base64 call),
     for boards the engine produced: checkers in hand are left out (``split_checkers_in_hand``), nothing
     else is checked. Tested against the scalar encoder."""
     count = boards.shape[0]
     if count == 0:
         return []
-    runs = _key_runs(boards)
-    # Key bit i is 1 unless it is the closing 0-bit of a place or lies past the last one.
-    separators = np.cumsum(runs + 1, axis=1) - 1  # the closing 0-bit of each run, < 80
-    bits = np.arange(POSITION_KEY_BITS + 1) < separators[:, -1:]
-    np.put_along_axis(bits, separators, False, axis=1)
+    values = boards[:, :26].cpu().t().contiguous()  # node-major: the sums over places run across rows
+    # Key order: the opponent's places (its point q is the mover's 25 - q, its bar index 0), then the mover's.
+    runs = torch.empty(2, PLACES_PER_SIDE, count, dtype=torch.int8)
+    runs[0, :24] = (-values[1:25].flip(0)).clamp(min=0)
+    runs[0, 24] = (-values[OPPONENT_BAR]).clamp(min=0)
+    runs[1] = values[1:26].clamp(min=0)
+    (low, high_half), (shift, _) = _half_keys(runs.to(torch.int64))
+    # The 80-bit key as its 64 low bits (wrapping, two's complement) and 16 high bits; shift <= 40.
+    low = low | (high_half << shift)
+    high = high_half >> (64 - shift)
     # Two zero bytes per row make it 12 bytes, a whole number of Base64 groups: row i is then characters
     # 16i .. 16i + 13 of one encoding, the same as gnubg's 14 characters of the 10 bytes.
     key = np.zeros((count, POSITION_KEY_BYTES + 2), dtype=np.uint8)
-    key[:, :POSITION_KEY_BYTES] = np.packbits(bits[:, :POSITION_KEY_BITS], axis=1, bitorder="little")
+    key[:, :8] = low.numpy().astype("<i8").view(np.uint8).reshape(count, 8)
+    key[:, 8:10] = high.numpy().astype("<u2").view(np.uint8).reshape(count, 2)
     text = base64.b64encode(key.tobytes()).decode("ascii")
     return [text[start : start + POSITION_ID_LENGTH] for start in range(0, 16 * count, 16)]
 
