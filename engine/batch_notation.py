@@ -218,20 +218,17 @@ _token_texts: dict[int, str] = {}
 _CACHE_LIMIT = 1 << 18
 
 
-def _play_texts(rows: list[list[int]]) -> list[str]:
+def _play_texts(values: list[int], rows: list[list[int]]) -> list[str]:
+    """The text of each row of token numbers (``values[number]`` is the token, 0 for none)."""
     if len(_token_texts) > _CACHE_LIMIT:
         _token_texts.clear()
-    texts = []
-    for tokens in rows:
-        words = []
-        for token in tokens:
-            if token:
-                text = _token_texts.get(token)
-                if text is None:
-                    text = _token_texts[token] = _token_text(token)
-                words.append(text)
-        texts.append(" ".join(words) if words else NO_MOVE)
-    return texts
+    words = []
+    for token in values:
+        text = _token_texts.get(token)
+        if text is None:
+            text = _token_texts[token] = _token_text(token) if token else ""
+        words.append(text)
+    return [" ".join(filter(None, map(words.__getitem__, row))) or NO_MOVE for row in rows]
 
 
 def distinct_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> tuple[list[str], torch.Tensor]:
@@ -257,27 +254,30 @@ def distinct_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -
     if not doubles.all():  # at most two steps: the loops over steps and paths stop at two
         rows = (~doubles).nonzero().squeeze(1)
         tokens[:2, rows] = _tokens(*_two_die_steps(net[:, rows], hits[rows], rolls[:, rows]), hits[rows])
-    distinct, index = _distinct_rows(tokens.cpu())
-    return _play_texts(distinct.tolist()), index
+    values, rows, index = _distinct_rows(tokens.cpu())
+    return _play_texts(values.tolist(), rows.tolist()), index
 
 
-def _distinct_rows(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.unique(tokens.t(), dim=0, return_inverse=True)`` of ``tokens int64[4, N]``, faster: the
-    tokens are numbered first, and the four numbers of a row become one integer to sort when they fit
-    (``unique`` by rows compares row by row)."""
+def _distinct_rows(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(values, rows int64[D, 4], index int64[N])`` for ``tokens int64[4, N]``: the distinct tokens, each
+    distinct column of ``tokens`` as the numbers of its tokens in ``values`` (in sorted order), and the
+    number of each column's distinct row. ``torch.unique(tokens.t(), dim=0, return_inverse=True)`` is
+    ``(values[rows], index)``, but slower: it compares row by row, here the four numbers of a row become one
+    integer to sort when they fit."""
     values, numbers = torch.unique(tokens, return_inverse=True)
     base = values.shape[0]
     if base**_MAX_STEPS >= 1 << 62:
-        return torch.unique(tokens.t(), dim=0, return_inverse=True)
+        distinct, index = torch.unique(tokens.t(), dim=0, return_inverse=True)
+        return values, torch.searchsorted(values, distinct), index
     key = numbers[0]
     for column in range(1, _MAX_STEPS):
         key = key * base + numbers[column]
     keys, index = torch.unique(key, return_inverse=True)
-    digits = torch.empty(keys.shape[0], _MAX_STEPS, dtype=torch.int64)
+    rows = torch.empty(keys.shape[0], _MAX_STEPS, dtype=torch.int64)
     for column in range(_MAX_STEPS - 1, -1, -1):
-        digits[:, column] = keys % base
+        rows[:, column] = keys % base
         keys = keys // base
-    return values[digits], index
+    return values, rows, index
 
 
 def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import operator
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -123,19 +124,22 @@ def answer_batch(requests: list[MovesRequest], rules: Rules) -> list[str]:
     # The IDs hold the checkers on the board and the bar; "in_hand" holds the rest.
     position_ids = encode_position_ids(boards[:, :26])
     openings = [f'{{"play": "{text}", "position_id": "' for text in texts]
-    pieces = [openings[index] + position_id for index, position_id in zip(notation[order].tolist(), position_ids)]
+    pieces = list(map(operator.add, map(openings.__getitem__, notation[order].tolist()), position_ids))
     if rules.start_in_hand or rules.acey_deucey:
         hands = boards[:, 26:].tolist() if rules.start_in_hand else itertools.repeat(None)
         flags = afterstates.extra_roll.cpu()[order].tolist() if rules.acey_deucey else itertools.repeat(None)
         moves = [piece + _move_end(hand, flag) for piece, hand, flag in zip(pieces, hands, flags)]
+        separator, last = ", ", ""
     else:
-        moves = [piece + '"}' for piece in pieces]
+        # Every move then ends '"}': written by the separators rather than appended to each move.
+        moves, separator, last = pieces, '"}, ', '"}'
     offsets, counts = afterstates.offsets.tolist(), afterstates.counts.tolist()
     lines = []
     for request, offset, count in zip(requests, offsets, counts):
         hand = "" if request.hand is None else f'"hand": [{request.hand[0]}, {request.hand[1]}], '
+        body = separator.join(moves[offset : offset + count]) + last if count else ""
         lines.append(f'{{"position_id": "{request.position_id}", "dice": "{request.dice[0]}{request.dice[1]}", '
-                     f'{hand}"moves": [{", ".join(moves[offset : offset + count])}]}}\n')
+                     f'{hand}"moves": [{body}]}}\n')
     return lines
 
 
