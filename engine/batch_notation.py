@@ -218,8 +218,9 @@ _token_texts: dict[int, str] = {}
 _CACHE_LIMIT = 1 << 18
 
 
-def _play_texts(values: list[int], rows: list[list[int]]) -> list[str]:
-    """The text of each row of token numbers (``values[number]`` is the token, 0 for none)."""
+def _play_texts(values: list[int], columns: list[list[int]]) -> list[str]:
+    """The text of each row of token numbers, given column by column (``values[number]`` is the token,
+    0 for none)."""
     if len(_token_texts) > _CACHE_LIMIT:
         _token_texts.clear()
     words = []
@@ -228,7 +229,9 @@ def _play_texts(values: list[int], rows: list[list[int]]) -> list[str]:
         if text is None:
             text = _token_texts[token] = _token_text(token) if token else ""
         words.append(text)
-    return [" ".join(filter(None, map(words.__getitem__, row))) or NO_MOVE for row in rows]
+    # Column by column: flat lists of numbers convert and index faster than a list per row.
+    columns = zip(*(map(words.__getitem__, column) for column in columns))
+    return [" ".join(filter(None, row)) or NO_MOVE for row in columns]
 
 
 def distinct_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> tuple[list[str], torch.Tensor]:
@@ -255,7 +258,7 @@ def distinct_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -
         rows = (~doubles).nonzero().squeeze(1)
         tokens[:2, rows] = _tokens(*_two_die_steps(net[:, rows], hits[rows], rolls[:, rows]), hits[rows])
     values, rows, index = _distinct_rows(tokens.cpu())
-    return _play_texts(values.tolist(), rows.tolist()), index
+    return _play_texts(values.tolist(), rows.t().tolist()), index
 
 
 def _distinct_rows(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -227,12 +227,14 @@ def split_checkers_in_hand(board: Sequence[int] | torch.Tensor) -> tuple[list[in
 
 
 def _half_keys(runs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(key int64[2, N], bits int64[2, N])``: the bits of each side's 25 places (``runs int64[2, 25, N]``):
+    """``(key int64[2, N], bits int64[2, N])``: the bits of each side's 25 places (``runs int8[2, 25, N]``):
     at most 15 1-bits and 25 0-bits, so 40 bits fit one integer.
 
     Place j closes with a 0-bit at ``ends[j] - 1`` (``ends``: the running count of bits), and every bit
     below the last one is a 1-bit but those: ``2**(ends[24] - 1) - 1 - sum(2**(ends[j] - 1), j < 24)``."""
-    ends = runs.cumsum(1) + torch.arange(1, PLACES_PER_SIDE + 1, dtype=torch.int64).view(1, -1, 1)
+    # (An int8 running sum: at most 40, and several times faster than one in int64.)
+    ends = runs.cumsum(1, dtype=torch.int8).to(torch.int64)
+    ends += torch.arange(1, PLACES_PER_SIDE + 1, dtype=torch.int64).view(1, -1, 1)
     last = ends[:, -1]
     return ((1 << (last - 1)) - 1) - (1 << (ends[:, :-1] - 1)).sum(1), last
 
@@ -250,7 +252,7 @@ def encode_position_ids(boards: torch.Tensor) -> list[str]:
     runs[0, :24] = (-values[1:25].flip(0)).clamp(min=0)
     runs[0, 24] = (-values[OPPONENT_BAR]).clamp(min=0)
     runs[1] = values[1:26].clamp(min=0)
-    (low, high_half), (shift, _) = _half_keys(runs.to(torch.int64))
+    (low, high_half), (shift, _) = _half_keys(runs)
     # The 80-bit key as its 64 low bits (wrapping, two's complement) and 16 high bits; shift <= 40.
     low = low | (high_half << shift)
     high = high_half >> (64 - shift)
