@@ -231,12 +231,16 @@ def _half_keys(runs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     at most 15 1-bits and 25 0-bits, so 40 bits fit one integer.
 
     Place j closes with a 0-bit at ``ends[j] - 1`` (``ends``: the running count of bits), and every bit
-    below the last one is a 1-bit but those: ``2**(ends[24] - 1) - 1 - sum(2**(ends[j] - 1), j < 24)``."""
-    # (An int8 running sum: at most 40, and several times faster than one in int64.)
-    ends = runs.cumsum(1, dtype=torch.int8).to(torch.int64)
-    ends += torch.arange(1, PLACES_PER_SIDE + 1, dtype=torch.int64).view(1, -1, 1)
-    last = ends[:, -1]
-    return ((1 << (last - 1)) - 1) - (1 << (ends[:, :-1] - 1)).sum(1), last
+    below the last one is a 1-bit but those: ``2**(ends[24] - 1) - 1 - sum(2**(ends[j] - 1), j < 24)``.
+    The running counts are int8 (at most 40) and the powers are summed place by place: int64 tensors of
+    all 25 places are 8 times larger, and writing fresh memory of that size costs more than the arithmetic."""
+    ends = runs.cumsum(1, dtype=torch.int8)
+    ends += torch.arange(1, PLACES_PER_SIDE + 1, dtype=torch.int8).view(1, -1, 1)
+    last = ends[:, -1].to(torch.int64)
+    key = (1 << (last - 1)) - 1
+    for place in range(PLACES_PER_SIDE - 1):
+        key -= 1 << (ends[:, place].to(torch.int64) - 1)
+    return key, last
 
 
 def encode_position_ids(boards: torch.Tensor) -> list[str]:
