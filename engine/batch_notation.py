@@ -66,7 +66,7 @@ def _units_from_top(counts: torch.Tensor, top: int, units: int) -> tuple[list, l
     """``(nodes, present)``, lists of ``units`` tensors ``int64[N]`` and ``bool[N]``: the node of the k-th
     unit of ``counts int8[top + 1, N]`` (nodes ``top`` down to 0, each repeated as often as it counts)."""
     cumulative = counts.flip(0).cumsum(0, dtype=torch.int8)  # row i is node top - i (at most 4)
-    nodes = [top - (cumulative <= rank).sum(0) for rank in range(units)]
+    nodes = [(top - (cumulative <= rank).sum(0, dtype=torch.int8)).to(torch.int64) for rank in range(units)]
     return nodes, [cumulative[-1] > rank for rank in range(units)]
 
 

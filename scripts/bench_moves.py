@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -38,8 +37,9 @@ def input_lines(count: int, variant: str, seed: int = 7) -> str:
     return "".join(f"{encode_position_id(board)} {a}{b}\n" for board, (a, b) in zip(boards.tolist(), dice.tolist()))
 
 
-def run_once(source: Path, variant: str, threads: int, root: Path = ROOT) -> tuple[float, float, str]:
-    """(seconds for all lines, seconds to the first line, sha256 of the output) of the bgtrain in ``root``."""
+def run_once(source: Path, variant: str, threads: int, root: Path = ROOT) -> tuple[float, float, str, float]:
+    """(seconds for all lines, seconds to the first line, sha256 of the output, peak memory in MiB) of the
+    bgtrain in ``root``."""
     environment = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": str(threads)}
     command = [sys.executable, "-m", "bgtrain.cli", "moves", "--variant", variant]
     digest = hashlib.sha256()
@@ -51,11 +51,11 @@ def run_once(source: Path, variant: str, threads: int, root: Path = ROOT) -> tup
         digest.update(first)
         for chunk in iter(lambda: process.stdout.read(1 << 20), b""):
             digest.update(chunk)
-        process.wait()
+        _, status, usage = os.wait4(process.pid, 0)  # this process's own peak memory, not all children's
         seconds = time.perf_counter() - start
-    if process.returncode:
-        raise SystemExit(f"bgtrain moves failed with status {process.returncode}")
-    return seconds, first_seconds, digest.hexdigest()[:16]
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"bgtrain moves failed with status {os.waitstatus_to_exitcode(status)}")
+    return seconds, first_seconds, digest.hexdigest()[:16], usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -81,7 +81,7 @@ def main() -> None:
     seconds = statistics.median(run[0] for run in runs)
     first = statistics.median(run[1] for run in runs)
     checksums = {run[2] for run in runs}
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    peak = max(run[3] for run in runs)
     print(f"bgtrain moves, {args.variant}, {args.lines:,} lines, {args.repeats} runs, {args.threads} thread(s):")
     print(f"  {args.lines / seconds:,.0f} lines/s (median {seconds:.2f} s); first line after {first:.2f} s; "
           f"peak memory {peak:,.0f} MiB")
@@ -91,7 +91,8 @@ def main() -> None:
     if others:
         other = statistics.median(run[0] for run in others)
         print(f"  {args.compare}: {args.lines / other:,.0f} lines/s (median {other:.2f} s), checksum "
-              f"{' '.join(sorted({run[2] for run in others}))}; this checkout is {other / seconds:.2f} times as fast")
+              f"{' '.join(sorted({run[2] for run in others}))}, peak memory {max(run[3] for run in others):,.0f} MiB; "
+              f"this checkout is {other / seconds:.2f} times as fast")
 
 
 if __name__ == "__main__":
