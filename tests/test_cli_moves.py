@@ -146,3 +146,18 @@ def test_a_bad_id_in_a_batch_names_its_line(capsys, monkeypatch):
     assert status == 2 and len(out.splitlines()) == 2
     assert "line 3: position ID '4HPwATDgc/ABMB': trailing bits past the 80-bit key" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_moves_runs_op_by_op_and_leaves_the_compile_mode_as_it_was(capsys, monkeypatch):
+    from engine import kernels
+
+    monkeypatch.delenv(kernels.ENVIRONMENT_VARIABLE, raising=False)
+    seen = []
+    monkeypatch.setattr("bgtrain.commands.moves.legal_afterstates",
+                        lambda *args: seen.append(kernels._mode) or legal_afterstates(*args))
+    previous = kernels.set_mode("auto")
+    try:
+        assert run_moves(capsys, ["4HPwATDgc/ABMA", "31"])[0] == 0
+        assert seen == ["never"] and kernels._mode == "auto"
+    finally:
+        kernels.set_mode(previous)
