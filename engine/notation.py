@@ -23,9 +23,8 @@ A roll that cannot be played is written ``(no move)`` (:data:`NO_MOVE`); gnubg w
 :func:`parse_play` also reads the numeric form of Jellyfish ``.mat`` files: ``25`` for the bar and
 ``0`` for off, one die per move (``25/21 13/9* 13/9``), in the order played.
 
-:func:`batch_play_notations` writes the same strings for whole batches of afterstates without the
-scalar search, from each afterstate's difference with its parent (see the comment above it);
-:func:`scalar_play_notations` is its reference.
+``engine.batch_notation.batch_play_notations`` writes the same strings for whole batches of afterstates
+on tensors, without the scalar search; :func:`scalar_play_notations` is its reference.
 """
 
 from __future__ import annotations
@@ -33,8 +32,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-
-import torch
 
 from engine.board import MOVER_BAR, MOVER_IN_HAND
 from engine.reference import (
@@ -266,7 +263,7 @@ def play_notations(before: Sequence[int], dice: tuple[int, int], rules: Rules = 
 
 
 def scalar_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:
-    """The reference for ``batch_play_notations``: the same list, from the scalar search.
+    """The reference for ``engine.batch_notation.batch_play_notations``: the same list, from the scalar search.
 
     The same notation as ``play_notation`` (one search of the reference per distinct position and roll in
     the batch: repeated requests are answered once)."""
@@ -284,156 +281,3 @@ def scalar_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> 
         for row in range(offsets[index], offsets[index] + counts[index]):
             notations[row] = table[tuple(rows[row])]
     return notations
-
-
-# --- The batched path: notation from the tensor difference between each afterstate and its parent. ---
-#
-# Nodes of the difference: 0 is off, 1..24 the points, 25 the bar and the hand together (both are
-# written "bar" and enter alike). The notation is a function of (net change of the mover's checkers
-# per node, points where an opponent blot disappeared, dice) alone:
-# * doubles: every node has exactly one single-die step out of it (p -> p - d, or off from p <= d), so
-#   the steps form a tree rooted at off and the net change fixes how many steps leave each node;
-# * other rolls: at most two steps; the step multisets with the right net change differ only in an
-#   unwritten intermediate point, unless a blot was hit there, which the hit points decide.
-# Either way ``format_play`` depends only on the step multiset and the set of hit points, so every
-# candidate sequence of the scalar search writes the same string. Acey-deucey turns mix dice values
-# (the 1-2, then a chosen double) and keep the scalar path.
-
-_NODES = 26
-_scalar_rows = 0  # rows answered by the scalar reference (acey-deucey), for the bench and the tests
-
-
-def scalar_fallback_rows() -> int:
-    """How many afterstates ``batch_play_notations`` has answered with the scalar search so far."""
-    return _scalar_rows
-
-
-def _step_target(point: int, die: int) -> int:
-    return max(point - die, BORNE_OFF)
-
-
-def _double_steps(net: Sequence[int], die: int) -> list[tuple[int, int]] | None:
-    """The unique steps of ``die`` with this net change, from the bar down (None if none exist)."""
-    steps: list[tuple[int, int]] = []
-    leaving = [0] * (_NODES + 6)
-    losing = [point for point in range(1, 26) if net[point] < 0]
-    for point in range(max(losing, default=0), 0, -1):
-        # what arrives from point + die (counted already, higher up), less what stays here, leaves
-        out = leaving[point + die] - net[point]
-        if out:
-            if out < 0:
-                return None
-            leaving[point] = out
-            steps.extend([(point, point - die if point > die else BORNE_OFF)] * out)
-    return steps
-
-
-def _two_die_steps(net: Sequence[int], dice: tuple[int, int], hits: frozenset[int]):
-    """A multiset of one step of each die (or of one die if no pair fits) with this net change and
-    whose targets include every hit point, as a one-element list (empty if there is none)."""
-    movers = [point for point in range(1, 26) if net[point] < 0]
-    for count in (2, 1):
-        orders = [dice, dice[::-1]] if count == 2 else [(dice[0],), (dice[1],)]
-        for order in orders:
-            for first in movers:
-                middle = _step_target(first, order[0])
-                for second in (movers + ([middle] if middle else [])) if count == 2 else [None]:
-                    steps = [(first, middle)]
-                    if second is not None:
-                        steps.append((second, _step_target(second, order[1])))
-                    change = [0] * _NODES
-                    for source, target in steps:
-                        change[source] -= 1
-                        change[target] += 1
-                    if change[1:] == list(net[1:]) and hits <= {target for _, target in steps}:
-                        # Any other fit differs only in an intermediate point of one checker's
-                        # path that saw no hit, which is not written: the same notation.
-                        return [steps]
-    return []
-
-
-def _notation_of_difference(net: tuple[int, ...], hits: frozenset[int], dice: tuple[int, int]) -> str:
-    if not any(net):
-        return NO_MOVE
-    if dice[0] == dice[1]:
-        candidates = [_double_steps(net, dice[0])]
-    else:
-        candidates = _two_die_steps(net, dice, hits)
-    texts = set()
-    for steps in candidates:
-        if steps is None:
-            continue
-        flagged: set[int] = set()
-        moves = []
-        for source, target in steps:
-            # one step per hit point carries the hit; format_play reads hits by point
-            hit = target in hits and target not in flagged
-            if hit:
-                flagged.add(target)
-            moves.append((source, target, hit))
-        texts.add(format_play(moves))
-    if not texts:
-        raise AssertionError(f"no single-die steps of {dice} give the change {net}")
-    return _shortest(texts)
-
-
-def _differences(board, afterstates):
-    """``(net int8[N, 26], hit bool[N, 24])``: each afterstate's change of the mover's checkers per node
-    (off, points, bar and hand) and the points where an opponent blot was hit."""
-    before = board.to(afterstates.boards.device)[afterstates.position]
-    after = afterstates.boards
-    net = torch.zeros(after.shape[0], _NODES, dtype=torch.int8, device=after.device)
-    net[:, 1:25] = after[:, 1:25].clamp(min=0) - before[:, 1:25].clamp(min=0)
-    net[:, 25] = after[:, 25] + after[:, 26] - before[:, 25] - before[:, 26]
-    net[:, 0] = -net[:, 1:].sum(-1, dtype=torch.int8)
-    hit = (before[:, 1:25] == -1) & (after[:, 1:25] != -1)
-    return net, hit
-
-
-# Notation by packed difference key, shared by every batch (plays recur across positions); cleared when
-# it grows past _CACHE_LIMIT entries, to bound memory on endless streams.
-_cache: dict[tuple[int, int, int], str] = {}
-_CACHE_LIMIT = 1 << 20
-
-
-def _packed_keys(net: torch.Tensor, hit: torch.Tensor, rolls: torch.Tensor) -> torch.Tensor:
-    """``int64[N, 3]``: the net change (-4..4 per node, 4 bits each: 13 nodes per word), the hit points
-    (24 bits) and the dice (3 bits each) of every row, packed so that a row's key is three Python ints."""
-    shifts = torch.arange(13, dtype=torch.int64, device=net.device) * 4
-    nibbles = (net.to(torch.int64) + 4) << shifts.repeat(2)
-    low, high = nibbles[:, :13].sum(-1), nibbles[:, 13:].sum(-1)
-    bits = hit.to(torch.int64) << torch.arange(24, dtype=torch.int64, device=net.device)
-    rest = bits.sum(-1) | (rolls[:, 0].to(torch.int64) << 24) | (rolls[:, 1].to(torch.int64) << 27)
-    return torch.stack([low, high, rest], dim=1)
-
-
-def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:
-    """The notation of every afterstate of ``engine.movegen.legal_afterstates(board, dice, rules)``, in its
-    order: ``board int8[B, 28]``, ``dice int8[B, 2]`` -> ``list[str]`` of length ``afterstates.total``.
-
-    The same strings as ``play_notation``, derived from each afterstate's difference from its parent
-    (see above); each distinct (difference, hits, dice) is formatted once. Acey-deucey uses the scalar
-    search (``scalar_play_notations``)."""
-    if rules.acey_deucey:
-        global _scalar_rows
-        _scalar_rows += afterstates.total
-        return scalar_play_notations(board, dice, afterstates, rules)
-    if afterstates.total == 0:
-        return []
-    net, hit = _differences(board, afterstates)
-    rolls = dice.to(net.device)[afterstates.position]
-    keys = list(map(tuple, _packed_keys(net, hit, rolls).tolist()))
-    if len(_cache) > _CACHE_LIMIT:
-        _cache.clear()
-    missing: dict[tuple[int, int, int], int] = {}
-    for row, key in enumerate(keys):
-        if key not in _cache and key not in missing:
-            missing[key] = row
-    if missing:
-        rows = torch.tensor(list(missing.values()), dtype=torch.int64, device=net.device)
-        for key, changes, flags, roll in zip(
-            missing, net[rows].tolist(), hit[rows].tolist(), rolls[rows].tolist()
-        ):
-            hits = frozenset(point + 1 for point, flag in enumerate(flags) if flag)
-            _cache[key] = _notation_of_difference(tuple(changes), hits, (roll[0], roll[1]))
-    return [_cache[key] for key in keys]

@@ -23,8 +23,10 @@ encoded. Borne-off checkers are implicit: whatever a side lacks of ``checkers_pe
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from engine.board import (
@@ -199,6 +201,22 @@ def with_checkers_in_hand(board: torch.Tensor, hand: tuple[int, int], rules: Rul
     return board
 
 
+def with_checkers_in_hand_rows(board: torch.Tensor, hand: torch.Tensor, rules: Rules) -> torch.Tensor:
+    """``with_checkers_in_hand`` of every row: ``board int8[N, 28]``, ``hand int[N, 2]``. If any row breaks a
+    rule, the rows are done one by one by ``with_checkers_in_hand``, which raises its ``ValueError``."""
+    mover = mover_checkers_on_board(board.to(torch.int64))
+    opponent = opponent_checkers_on_board(board.to(torch.int64))
+    fits = (hand >= 0).all(1) & (mover + hand[:, 0] <= rules.checkers_per_side) & (
+        opponent + hand[:, 1] <= rules.checkers_per_side)
+    if not rules.start_in_hand or not bool(fits.all()):
+        return torch.stack([with_checkers_in_hand(row, (int(mine), int(theirs)), rules)
+                            for row, (mine, theirs) in zip(board, hand.tolist())])
+    board = board.clone()
+    board[:, MOVER_IN_HAND] = hand[:, 0].to(board.dtype)
+    board[:, OPPONENT_IN_HAND] = (-hand[:, 1]).to(board.dtype)
+    return board
+
+
 def split_checkers_in_hand(board: Sequence[int] | torch.Tensor) -> tuple[list[int], tuple[int, int]]:
     """``(the board without checkers in hand, (the player on roll's, the opponent's) checkers in hand)``:
     the first part is what a position ID holds."""
@@ -208,26 +226,96 @@ def split_checkers_in_hand(board: Sequence[int] | torch.Tensor) -> tuple[list[in
     return values, hand
 
 
+def _half_keys(runs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(key int64[2, N], bits int64[2, N])``: the bits of each side's 25 places (``runs int8[2, 25, N]``):
+    at most 15 1-bits and 25 0-bits, so 40 bits fit one integer.
+
+    Place j closes with a 0-bit at ``ends[j] - 1`` (``ends``: the running count of bits), and every bit
+    below the last one is a 1-bit but those: ``2**(ends[24] - 1) - 1 - sum(2**(ends[j] - 1), j < 24)``.
+    The running counts are int8 (at most 40) and the powers are summed place by place: int64 tensors of
+    all 25 places are 8 times larger, and writing fresh memory of that size costs more than the arithmetic."""
+    ends = runs.cumsum(1, dtype=torch.int8)
+    ends += torch.arange(1, PLACES_PER_SIDE + 1, dtype=torch.int8).view(1, -1, 1)
+    last = ends[:, -1].to(torch.int64)
+    key = (1 << (last - 1)) - 1
+    for place in range(PLACES_PER_SIDE - 1):
+        key -= 1 << (ends[:, place].to(torch.int64) - 1)
+    return key, last
+
+
 def encode_position_ids(boards: torch.Tensor) -> list[str]:
     """``encode_position_id`` of every row of ``int8[N, 28]`` at once (tensor operations, one Base64 call),
     for boards the engine produced: checkers in hand are left out (``split_checkers_in_hand``), nothing
     else is checked. Tested against the scalar encoder."""
-    if boards.shape[0] == 0:
+    count = boards.shape[0]
+    if count == 0:
         return []
-    values = boards.to(torch.int64).cpu()
+    values = boards[:, :26].cpu().t().contiguous()  # node-major: the sums over places run across rows
     # Key order: the opponent's places (its point q is the mover's 25 - q, its bar index 0), then the mover's.
-    opponent_points = (-values[:, 1:25].flip(1)).clamp(min=0)
-    opponent = torch.cat([opponent_points, (-values[:, OPPONENT_BAR:OPPONENT_BAR + 1]).clamp(min=0)], 1)
-    mover = torch.cat([values[:, 1:25].clamp(min=0), values[:, MOVER_BAR:MOVER_BAR + 1].clamp(min=0)], 1)
-    runs = torch.cat([opponent, mover], 1)  # [N, 50]
-    separators = torch.cumsum(runs + 1, 1) - 1  # the closing 0-bit of each run
-    index = torch.arange(POSITION_KEY_BITS + 1)
-    bits = (index < separators[:, -1:]).to(torch.uint8)
-    bits.scatter_(1, separators, 0)
-    weights = torch.tensor([1 << k for k in range(8)], dtype=torch.int64)
-    key = (bits[:, :POSITION_KEY_BITS].view(-1, POSITION_KEY_BYTES, 8).to(torch.int64) * weights).sum(2)
+    runs = torch.empty(2, PLACES_PER_SIDE, count, dtype=torch.int8)
+    runs[0, :24] = (-values[1:25].flip(0)).clamp(min=0)
+    runs[0, 24] = (-values[OPPONENT_BAR]).clamp(min=0)
+    runs[1] = values[1:26].clamp(min=0)
+    (low, high_half), (shift, _) = _half_keys(runs)
+    # The 80-bit key as its 64 low bits (wrapping, two's complement) and 16 high bits; shift <= 40.
+    low = low | (high_half << shift)
+    high = high_half >> (64 - shift)
     # Two zero bytes per row make it 12 bytes, a whole number of Base64 groups: row i is then characters
     # 16i .. 16i + 13 of one encoding, the same as gnubg's 14 characters of the 10 bytes.
-    padded = torch.cat([key, torch.zeros(key.shape[0], 2, dtype=torch.int64)], 1).to(torch.uint8)
-    text = base64.b64encode(padded.numpy().tobytes()).decode("ascii")
-    return [text[16 * row : 16 * row + POSITION_ID_LENGTH] for row in range(key.shape[0])]
+    key = np.zeros((count, POSITION_KEY_BYTES + 2), dtype=np.uint8)
+    key[:, :8] = low.numpy().astype("<i8").view(np.uint8).reshape(count, 8)
+    key[:, 8:10] = high.numpy().astype("<u2").view(np.uint8).reshape(count, 2)
+    text = base64.b64encode(key.tobytes()).decode("ascii")
+    return [text[start : start + POSITION_ID_LENGTH] for start in range(0, 16 * count, 16)]
+
+
+_BASE64_CHARACTERS = re.compile(f"[{re.escape(BASE64_ALPHABET)}]*")
+
+
+def decode_position_ids(texts: Sequence[str], rules: Rules = STANDARD) -> torch.Tensor:
+    """``decode_position_id`` of every text at once: ``int8[N, 28]``.
+
+    The checks are done on whole arrays; if any text fails one, the texts are decoded one by one by
+    ``decode_position_id``, which raises the ``ValueError`` of the first bad one (so the messages are the
+    scalar decoder's, and a check the arrays might miss cannot let a bad ID through unnoticed either way).
+    Tested against the scalar decoder on valid and malformed IDs."""
+    count = len(texts)
+    if count == 0:
+        return torch.zeros(0, BOARD_WIDTH, dtype=torch.int8)
+    joined = "AA".join(texts) + "AA"  # 16 characters (12 bytes) a row when every text has 14
+    if (
+        len(joined) != 16 * count
+        or any(len(text) != POSITION_ID_LENGTH for text in texts)
+        or not _BASE64_CHARACTERS.fullmatch(joined)
+    ):
+        return _decode_one_by_one(texts, rules)
+    key = np.frombuffer(base64.b64decode(joined), dtype=np.uint8).reshape(count, 12)
+    bits = np.unpackbits(key[:, :POSITION_KEY_BYTES], axis=1, bitorder="little").astype(np.int64)
+    zeros = 1 - bits
+    place = np.cumsum(zeros, axis=1) - zeros  # the place each bit belongs to (0-bits close places)
+    # The 1-bits of each place counted, the places past the 50th (which must hold none) as one.
+    places = 2 * PLACES_PER_SIDE + 1
+    slot = np.minimum(place, places - 1) + places * np.arange(count)[:, None]
+    runs = np.bincount(slot.ravel(), weights=bits.ravel(), minlength=count * places)
+    runs = runs.astype(np.int64).reshape(count, places)
+    opponent, mover = runs[:, :PLACES_PER_SIDE], runs[:, PLACES_PER_SIDE : 2 * PLACES_PER_SIDE]
+    opponent_points = opponent[:, 23::-1]  # the opponent's point 25 - p, at the mover's point p
+    bad = (
+        (key[:, POSITION_KEY_BYTES] != 0)  # bits of the last character past the 80-bit key
+        | (zeros.sum(1) < 2 * PLACES_PER_SIDE)  # the key ends before the last place is closed
+        | (runs[:, 2 * PLACES_PER_SIDE] != 0)  # 1-bits after the last place
+        | (mover.sum(1) > rules.checkers_per_side)
+        | (opponent.sum(1) > rules.checkers_per_side)
+        | ((mover[:, :24] > 0) & (opponent_points > 0)).any(1)
+    )
+    if bad.any():
+        return _decode_one_by_one(texts, rules)
+    board = np.zeros((count, BOARD_WIDTH), dtype=np.int8)
+    board[:, 1:25] = mover[:, :24] - opponent_points
+    board[:, MOVER_BAR] = mover[:, 24]
+    board[:, OPPONENT_BAR] = -opponent[:, 24]
+    return torch.from_numpy(board)
+
+
+def _decode_one_by_one(texts: Sequence[str], rules: Rules) -> torch.Tensor:
+    return torch.stack([decode_position_id(text, rules) for text in texts])

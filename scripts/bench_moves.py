@@ -7,7 +7,9 @@ Writes ``--lines`` input lines (``<position-id> <dice>`` of seeded random-play p
 different) to a file, runs ``python -m bgtrain.cli moves`` on it ``--repeats`` times in a fresh process
 (output to /dev/null) and prints the median lines per second, the time to the first output line, the
 peak memory of the process, and a checksum of the output (it changes if and only if the moves or
-their notation change).
+their notation change). It also times the command on empty input (starting Python and importing torch,
+about 1.5 s here) and prints the rate without that start-up, the rate a long stream runs at, and the same
+in CPU seconds (which other jobs on a shared machine do not inflate).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -37,8 +38,9 @@ def input_lines(count: int, variant: str, seed: int = 7) -> str:
     return "".join(f"{encode_position_id(board)} {a}{b}\n" for board, (a, b) in zip(boards.tolist(), dice.tolist()))
 
 
-def run_once(source: Path, variant: str, threads: int, root: Path = ROOT) -> tuple[float, float, str]:
-    """(seconds for all lines, seconds to the first line, sha256 of the output) of the bgtrain in ``root``."""
+def run_once(source: Path, variant: str, threads: int, root: Path = ROOT) -> tuple[float, float, str, float, float]:
+    """(seconds for all lines, seconds to the first line, sha256 of the output, peak memory in MiB, CPU
+    seconds) of the bgtrain in ``root``."""
     environment = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": str(threads)}
     command = [sys.executable, "-m", "bgtrain.cli", "moves", "--variant", variant]
     digest = hashlib.sha256()
@@ -50,11 +52,11 @@ def run_once(source: Path, variant: str, threads: int, root: Path = ROOT) -> tup
         digest.update(first)
         for chunk in iter(lambda: process.stdout.read(1 << 20), b""):
             digest.update(chunk)
-        process.wait()
+        _, status, usage = os.wait4(process.pid, 0)  # this process's own peak memory, not all children's
         seconds = time.perf_counter() - start
-    if process.returncode:
-        raise SystemExit(f"bgtrain moves failed with status {process.returncode}")
-    return seconds, first_seconds, digest.hexdigest()[:16]
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"bgtrain moves failed with status {os.waitstatus_to_exitcode(status)}")
+    return seconds, first_seconds, digest.hexdigest()[:16], usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -69,23 +71,33 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         source = Path(directory) / "lines.txt"
         source.write_text(input_lines(args.lines, args.variant))
-        runs, others = [], []
+        empty = Path(directory) / "empty.txt"
+        empty.write_text("")
+        runs, others, starts = [], [], []
         for _ in range(args.repeats):
             runs.append(run_once(source, args.variant, args.threads))
+            starts.append(run_once(empty, args.variant, args.threads))
             if args.compare:
                 others.append(run_once(source, args.variant, args.threads, Path(args.compare).resolve()))
     seconds = statistics.median(run[0] for run in runs)
     first = statistics.median(run[1] for run in runs)
     checksums = {run[2] for run in runs}
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    peak = max(run[3] for run in runs)
     print(f"bgtrain moves, {args.variant}, {args.lines:,} lines, {args.repeats} runs, {args.threads} thread(s):")
     print(f"  {args.lines / seconds:,.0f} lines/s (median {seconds:.2f} s); first line after {first:.2f} s; "
           f"peak memory {peak:,.0f} MiB")
+    start = statistics.median(run[0] for run in starts)
+    print(f"  start-up (empty input) {start:.2f} s; without it {args.lines / max(seconds - start, 1e-9):,.0f} lines/s")
+    # CPU seconds do not grow when other jobs share the cores, as wall-clock seconds do.
+    cpu, start_cpu = statistics.median(run[4] for run in runs), statistics.median(run[4] for run in starts)
+    print(f"  CPU time {cpu:.2f} s, start-up {start_cpu:.2f} s: {args.lines / max(cpu - start_cpu, 1e-9):,.0f} lines "
+          "per CPU second without start-up")
     print(f"  output checksum {' '.join(sorted(checksums))}")
     if others:
         other = statistics.median(run[0] for run in others)
         print(f"  {args.compare}: {args.lines / other:,.0f} lines/s (median {other:.2f} s), checksum "
-              f"{' '.join(sorted({run[2] for run in others}))}; this checkout is {other / seconds:.2f} times as fast")
+              f"{' '.join(sorted({run[2] for run in others}))}, peak memory {max(run[3] for run in others):,.0f} MiB; "
+              f"this checkout is {other / seconds:.2f} times as fast")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from engine.batch_notation import batch_play_notations
 from engine.movegen import legal_afterstates
-from engine.notation import batch_play_notations, play_notation
+from engine.notation import play_notation
 from engine.position_id import encode_position_id, encode_position_ids, split_checkers_in_hand
 from engine.random_play import sample_positions
 from engine.variants import VARIANTS, get_rules

@@ -4,13 +4,9 @@ string for string, on random reachable positions and rolls of every variant."""
 import pytest
 import torch
 
+from engine.batch_notation import batch_play_notations, scalar_fallback_rows
 from engine.movegen import legal_afterstates
-from engine.notation import (
-    NO_MOVE,
-    batch_play_notations,
-    scalar_fallback_rows,
-    scalar_play_notations,
-)
+from engine.notation import NO_MOVE, scalar_play_notations
 from engine.random_play import sample_positions
 from engine.variants import VARIANTS, get_rules
 

@@ -10,9 +10,16 @@ import torch
 
 from bgtrain.cli import main
 from engine.movegen import legal_afterstates
-from engine.notation import parse_play
-from engine.position_id import decode_position_id, encode_position_id
+from engine.notation import parse_play, scalar_play_notations
+from engine.parsing import parse_moves_request
+from engine.position_id import (
+    decode_position_id,
+    encode_position_id,
+    split_checkers_in_hand,
+    with_checkers_in_hand,
+)
 from engine.random_play import sample_positions
+from engine.variants import get_rules
 
 
 def run_moves(capsys, args, stdin_text=None, monkeypatch=None):
@@ -87,3 +94,70 @@ def test_every_command_prints_its_help(capsys):
     for command in [[], *([name] for name in COMMANDS)]:
         assert main([*command, "--help"]) == 0
         assert "usage: bgtrain" in capsys.readouterr().out
+
+
+def reference_line(text: str, variant: str) -> str:
+    """The answer to one input line the slow, obvious way: scalar decoding, one position's moves, the scalar
+    notation search, the scalar encoder, ``json.dumps`` of the dictionaries."""
+    rules = get_rules(variant)
+    request = parse_moves_request(text, "line 1")
+    board = decode_position_id(request.position_id, rules)
+    if request.hand is not None:
+        board = with_checkers_in_hand(board, request.hand, rules)
+    board, dice = board.unsqueeze(0), torch.tensor([request.dice], dtype=torch.int8)
+    afterstates = legal_afterstates(board, dice, rules)
+    moves = []
+    for row, play, extra_roll in zip(afterstates.boards.tolist(), scalar_play_notations(board, dice, afterstates, rules),
+                                     afterstates.extra_roll.tolist()):
+        on_board, hand = split_checkers_in_hand(row)
+        move = {"play": play, "position_id": encode_position_id(on_board)}
+        if rules.start_in_hand:
+            move["in_hand"] = list(hand)
+        if rules.acey_deucey:
+            move["extra_roll"] = extra_roll
+        moves.append(move)
+    moves.sort(key=lambda move: (move["play"], move.get("extra_roll", False)))
+    head = {"position_id": request.position_id, "dice": f"{request.dice[0]}{request.dice[1]}"}
+    if request.hand is not None:
+        head["hand"] = list(request.hand)
+    return json.dumps({**head, "moves": moves}) + "\n"
+
+
+@pytest.mark.parametrize("variant, count", [("backgammon", 60), ("nackgammon", 20), ("dutch", 40), ("acey-deucey", 8)])
+def test_output_is_byte_for_byte_the_json_of_the_scalar_answers(capsys, monkeypatch, variant, count):
+    # The command joins its lines from pieces and batches everything; the reference builds dictionaries.
+    rules = get_rules(variant)
+    boards, dice = sample_positions(count, 17, rules, games=16, turns=50)
+    lines = []
+    for board, (first, second) in zip(boards.tolist(), dice.tolist()):
+        on_board, hand = split_checkers_in_hand(board)
+        lines.append(f"{encode_position_id(on_board)} {first}-{second}"
+                     + (f" hand={hand[0]},{hand[1]}" if rules.start_in_hand else "") + "\n")
+    status, out, _ = run_moves(capsys, ["--variant", variant, "--batch", "16"], "".join(lines), monkeypatch)
+    assert status == 0
+    assert out.splitlines(keepends=True) == [reference_line(line, variant) for line in lines]
+    assert all(json.loads(line)["moves"] for line in out.splitlines())
+
+
+def test_a_bad_id_in_a_batch_names_its_line(capsys, monkeypatch):
+    # The batched decoder finds the batch bad; the line-by-line decoding names the line and the problem.
+    text = "4HPwATDgc/ABMA 31\n4HPwATDgc/ABMA 42\n4HPwATDgc/ABMB 31\n"
+    status, out, err = run_moves(capsys, ["--batch", "2"], text, monkeypatch)
+    assert status == 2 and len(out.splitlines()) == 2
+    assert "line 3: position ID '4HPwATDgc/ABMB': trailing bits past the 80-bit key" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_moves_runs_op_by_op_and_leaves_the_compile_mode_as_it_was(capsys, monkeypatch):
+    from engine import kernels
+
+    monkeypatch.delenv(kernels.ENVIRONMENT_VARIABLE, raising=False)
+    seen = []
+    monkeypatch.setattr("bgtrain.commands.moves.legal_afterstates",
+                        lambda *args: seen.append(kernels._mode) or legal_afterstates(*args))
+    previous = kernels.set_mode("auto")
+    try:
+        assert run_moves(capsys, ["4HPwATDgc/ABMA", "31"])[0] == 0
+        assert seen == ["never"] and kernels._mode == "auto"
+    finally:
+        kernels.set_mode(previous)

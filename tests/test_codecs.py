@@ -20,7 +20,14 @@ import engine.drawing as drawing_module
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, flip_board, pip_counts
 from engine.drawing import draw_board
 from engine.match_id import MatchState, decode_match_id, encode_match_id
-from engine.position_id import decode_position_id, encode_position_id
+from engine.position_id import (
+    decode_position_id,
+    decode_position_ids,
+    encode_position_id,
+    encode_position_ids,
+    with_checkers_in_hand,
+    with_checkers_in_hand_rows,
+)
 from engine.rules import STANDARD, Rules
 from engine.xgid import XgPosition, decode_xgid, encode_xgid
 
@@ -212,6 +219,66 @@ POSITION_ID_ERRORS = [
 def test_position_id_errors(text, message):
     with pytest.raises(ValueError, match=message):
         decode_position_id(text)
+
+
+# --- the batched position-ID codecs against the scalar ones ---------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(boards(), min_size=1, max_size=40))
+def test_batched_position_ids_round_trip_against_the_scalar_codec(rows):
+    board = torch.stack(rows)
+    texts = [encode_position_id(row) for row in rows]
+    assert encode_position_ids(board) == texts
+    assert torch.equal(decode_position_ids(texts), board)
+    assert encode_position_ids(decode_position_ids(texts)) == texts
+
+
+@pytest.mark.parametrize("text, message", POSITION_ID_ERRORS)
+def test_batched_decoder_raises_the_scalar_error_of_a_bad_id(text, message):
+    # The bad ID in the middle of good ones: the same one-line message as the scalar decoder's.
+    with pytest.raises(ValueError, match=message) as raised:
+        decode_position_ids([START_ID, text, START_ID])
+    with pytest.raises(ValueError) as scalar:
+        decode_position_id(text)
+    assert str(raised.value) == str(scalar.value) and "\n" not in str(raised.value)
+
+
+def test_batched_decoder_against_the_scalar_one_on_damaged_ids():
+    # Random one-character changes and cuts of valid IDs, in both rule sets: the batch of a valid ID and the
+    # damaged one decodes to the scalar decoder's board, or raises its message.
+    generator = torch.Generator().manual_seed(3)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=! "
+    valid = encode_position_id(board_from_counts({0: -3, 25: 2, 1: -2, 6: 4, 19: -5, 24: 1}))
+    for case in range(400):
+        where = int(torch.randint(0, 14, (1,), generator=generator))
+        choice = int(torch.randint(0, len(alphabet), (1,), generator=generator))
+        text = valid[:where] + alphabet[choice] + valid[where + 1 :] if case % 4 else valid[: where + 3]
+        for rules in (STANDARD, HYPERGAMMON):
+            try:
+                expected = decode_position_id(text, rules)
+            except ValueError as error:
+                with pytest.raises(ValueError) as raised:
+                    decode_position_ids([START_ID if rules is STANDARD else encode_position_id(
+                        HYPERGAMMON.start_board()), text], rules)
+                assert str(raised.value) == str(error)
+            else:
+                assert torch.equal(decode_position_ids([text, text], rules), torch.stack([expected] * 2))
+
+
+def test_checkers_in_hand_rows_against_the_scalar_function():
+    dutch = Rules(name="dutch", start_points=(), start_in_hand=15, hit_needs_home_checker=True)
+    board = torch.stack([torch.zeros(28, dtype=torch.int8), board_from_counts({1: 2, 24: -3})])
+    hands = torch.tensor([[15, 15], [13, 12]])
+    expected = torch.stack([with_checkers_in_hand(row, tuple(hand), dutch) for row, hand in zip(board, hands.tolist())])
+    assert torch.equal(with_checkers_in_hand_rows(board, hands, dutch), expected)
+    for bad, rules in ((torch.tensor([[15, 15], [14, 12]]), dutch), (hands, STANDARD)):
+        with pytest.raises(ValueError) as raised:
+            with_checkers_in_hand_rows(board, bad, rules)
+        with pytest.raises(ValueError) as scalar:
+            for row, hand in zip(board, bad.tolist()):
+                with_checkers_in_hand(row, tuple(hand), rules)
+        assert str(raised.value) == str(scalar.value)
 
 
 def test_position_id_checker_limit_follows_the_variant():

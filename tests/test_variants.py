@@ -654,6 +654,9 @@ def test_moves_reports_the_extra_roll(capsys):
     assert sorted(move["extra_roll"] for move in moves) == [False] * 3 + [True] * 3
     on_13 = encode_position_id(moved(case.board, (20, 13)))
     assert sorted(move["extra_roll"] for move in moves if move["position_id"] == on_13) == [False, True]
+    # Sorted by play, then extra roll (false first) where one play both does and does not roll again.
+    keys = [(move["play"], move["extra_roll"]) for move in moves]
+    assert keys == sorted(keys) and len({play for play, _ in keys}) < len(keys)
 
 
 def test_config_variant_and_the_trainer_rules(tmp_path):

@@ -1,0 +1,295 @@
+"""Move notation for whole batches of afterstates, on tensors: the strings of ``engine.notation``'s
+``play_notation`` (gnubg's ``FormatMove`` conventions, described there), without the scalar search.
+
+The notation of a play is a function of its *difference* alone: the net change of the mover's checkers
+per node (0 is off, 1..24 the points, 25 the bar and the hand together: both are written ``bar`` and
+enter alike), the points where an opponent blot disappeared (the hits), and the dice:
+
+* doubles: every node has exactly one single-die step out of it (p -> p - d, or off from p <= d), so
+  the net change fixes, from the bar down, how many steps leave each node;
+* other rolls: at most two steps. Two nodes that lose a checker: one step each, and only one pairing
+  of sources with destinations fits the dice. One node that loses a checker: one step, or one checker
+  moving twice through s - d1 or s - d2, which is written only if a blot was hit there (the hits say
+  which).
+
+From the steps (at most four, sorted from the highest source down) the paths, their counts and the
+``*`` marks follow gnubg's rules, all in fixed loops of tensor operations over the batch; each path
+becomes one integer *token* (its points, marks and count), and Python joins the cached text of each
+distinct row's tokens once. Tested string for string against ``engine.notation.scalar_play_notations``
+on every variant. Acey-deucey turns mix dice values (the 1-2, then a chosen double) and keep the scalar
+search.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.notation import NO_MOVE, scalar_play_notations
+from engine.rules import STANDARD, Rules
+
+_NODES = 26
+_BAR_NODE = 25
+_MAX_STEPS = 4
+_NONE = -1
+_scalar_rows = 0  # rows answered by the scalar reference (acey-deucey), for the bench and the tests
+
+
+def scalar_fallback_rows() -> int:
+    """How many afterstates ``batch_play_notations`` has answered with the scalar search so far."""
+    return _scalar_rows
+
+
+def differences(board: torch.Tensor, afterstates) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(net int8[26, N], hits int64[N])``: each afterstate's change of the mover's checkers per node (off,
+    points, bar and hand), node-major, and a bit mask of the points where an opponent blot was hit (bit p
+    for point p). Node-major and narrow because reductions over the 26 nodes of a row-major tensor are
+    many times slower than the same reductions across rows."""
+    before = board.to(afterstates.boards.device).t().contiguous()[:, afterstates.position]
+    after = afterstates.boards.t().contiguous()
+    net = torch.empty(_NODES, after.shape[1], dtype=torch.int8, device=after.device)
+    net[1:25] = after[1:25].clamp(min=0) - before[1:25].clamp(min=0)
+    net[25] = after[25] + after[26] - before[25] - before[26]
+    net[0] = -net[1:].sum(0, dtype=torch.int8)
+    hit = (before[1:25] == -1) & (after[1:25] != -1)
+    hits = torch.zeros(after.shape[1], dtype=torch.int64, device=after.device)
+    for point in range(1, 25):  # row by row: faster than one broadcast shift and sum
+        hits |= hit[point - 1].to(torch.int64) << point
+    return net, hits
+
+
+def _bit(mask: torch.Tensor, node: torch.Tensor) -> torch.Tensor:
+    """Whether ``node int64[N]`` is set in the per-row bit mask ``mask int64[N]``."""
+    return (mask >> node) & 1 == 1
+
+
+def _units_from_top(counts: torch.Tensor, top: int, units: int) -> tuple[list, list]:
+    """``(nodes, present)``, lists of ``units`` tensors ``int64[N]`` and ``bool[N]``: the node of the k-th
+    unit of ``counts int8[top + 1, N]`` (nodes ``top`` down to 0, each repeated as often as it counts)."""
+    cumulative = counts.flip(0).cumsum(0, dtype=torch.int8)  # row i is node top - i (at most 4)
+    nodes = [(top - (cumulative <= rank).sum(0, dtype=torch.int8)).to(torch.int64) for rank in range(units)]
+    return nodes, [cumulative[-1] > rank for rank in range(units)]
+
+
+def _double_steps(net: torch.Tensor, die: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sources and destinations ``int64[4, N]`` (-1 past the last step) of doubles of ``die int64[N]``
+    (``net``: ``int8[26, N]``): from the bar down, what arrives from p + d, less what stays at p, leaves p."""
+    leaving = torch.zeros(_NODES + 6, net.shape[1], dtype=torch.int8, device=net.device)  # past 25: 0
+    for point in range(_BAR_NODE, 0, -1):
+        leaving[point] = leaving.gather(0, (point + die).unsqueeze(0)).squeeze(0) - net[point]
+    leaving[0] = 0
+    nodes, present = _units_from_top(leaving[: _BAR_NODE + 1], _BAR_NODE, _MAX_STEPS)
+    source = torch.stack([torch.where(here, node, _NONE) for node, here in zip(nodes, present)])
+    target = torch.where(source >= 0, (source - die).clamp(min=0), _NONE)
+    return source, target
+
+
+def _fits(source: torch.Tensor, target: torch.Tensor, die: torch.Tensor) -> torch.Tensor:
+    return target == (source - die).clamp(min=0)
+
+
+def _two_die_steps(net, hits, dice) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sources and destinations ``int64[2, N]`` (-1 past the last step) of rolls of two different dice
+    (``net``: ``int8[26, N]``, ``dice``: ``int64[2, N]``)."""
+    leaving = (-net).clamp(min=0)
+    leaving[0] = 0
+    (start, second), _ = _units_from_top(leaving, _BAR_NODE, 2)
+    (end, far), _ = _units_from_top(net[:_BAR_NODE].clamp(min=0), _BAR_NODE - 1, 2)
+    movers = leaving.sum(0)
+    one, two = movers == 1, movers == 2
+    none = torch.full_like(start, _NONE)
+
+    # One node loses a checker: one checker moved, once or through s - d1 or s - d2 (written if hit).
+    through = none
+    for die in dice:  # only the path it took can hold a hit
+        middle = start - die
+        passed = (middle > end) & (middle >= 1) & _bit(hits, middle.clamp(min=0))
+        through = torch.where(passed, middle, through)
+    twice = one & (through >= 0)
+
+    # Two nodes (or one node twice) lose a checker: one step each; the pairing is the one the dice fit.
+    straight = (_fits(start, end, dice[0]) & _fits(second, far, dice[1])) | (
+        _fits(start, end, dice[1]) & _fits(second, far, dice[0]))
+    first_target = torch.where(straight, end, far)
+    second_target = torch.where(straight, far, end)
+    # Steps are written from the highest (source, destination) down.
+    swap = (start == second) & (first_target < second_target)
+    first_target, second_target = (torch.where(swap, second_target, first_target),
+                                   torch.where(swap, first_target, second_target))
+
+    source = torch.stack([torch.where(one | two, start, none),
+                          torch.where(two, second, torch.where(twice, through, none))])
+    target = torch.stack([torch.where(two, first_target, torch.where(twice, through, torch.where(one, end, none))),
+                          torch.where(two, second_target, torch.where(twice, end, none))])
+    return source, target
+
+
+# A token is one written path: start and end node (5 bits each), up to three intermediate hit points
+# (5 bits each, in order), how many there are, the marks of those and of the end, and the count.
+_INNER_BITS = 15
+
+
+def _pack_token(start, end, inner, inner_count, inner_marks, end_mark, count):
+    return (((((start * 32 + end) << _INNER_BITS | inner) * 4 + inner_count) * 8 + inner_marks) * 2
+            + end_mark) * 8 + count
+
+
+def _tokens(source: torch.Tensor, target: torch.Tensor, hits: torch.Tensor) -> torch.Tensor:
+    """``int64[S, N]``: the tokens of each play of at most ``S`` steps (``source``, ``target``: ``int64[S, N]``,
+    -1 past the last step; ``hits``: a bit mask of the hit nodes per row) in written order, 0 past the last.
+
+    gnubg's rules (see ``engine.notation``): each step, from the highest source down, continues the first
+    path that ends where it starts, else starts a path; an intermediate point is kept only where a blot
+    was hit; identical paths are written once with their count, in order of first appearance; a hit
+    point is marked ``*`` where it is first written. Paths are lists of ``int64[N]`` columns (column
+    writes into a matrix cost more than the arithmetic)."""
+    steps, rows = source.shape
+    none = torch.full((rows,), _NONE, dtype=torch.int64, device=source.device)
+    zero = torch.zeros(rows, dtype=torch.int64, device=source.device)
+    start, end, inner, inner_count = [], [], [], []
+    for step in range(steps):
+        origin, destination = source[step], target[step]
+        active = origin >= 0
+        kept = _bit(hits, origin.clamp(min=0))
+        unplaced = active
+        for path in range(step):  # the first path that ends where this step starts
+            extend = unplaced & (end[path] == origin)
+            unplaced = unplaced & ~extend
+            keep = extend & kept
+            inner[path] = torch.where(keep, inner[path] * 32 + origin, inner[path])
+            inner_count[path] = inner_count[path] + keep
+            end[path] = torch.where(extend, destination, end[path])
+        # Otherwise a new path, in slot `step`: slots are in order of creation, and a slot whose step
+        # continued a path stays empty and writes nothing.
+        start.append(torch.where(unplaced, origin, none))
+        end.append(torch.where(unplaced, destination, none))
+        inner.append(zero)
+        inner_count.append(zero)
+
+    # Identical paths: counted at their first appearance.
+    identity = [(first * 32 + last) << _INNER_BITS | points for first, last, points in zip(start, end, inner)]
+    count = [(first >= 0).to(torch.int64) for first in start]
+    for later in range(1, steps):
+        for earlier in range(later):
+            same = (count[later] > 0) & (count[earlier] > 0) & (identity[earlier] == identity[later])
+            count[earlier] = count[earlier] + same
+            count[later] = torch.where(same, 0, count[later])
+
+    # Marks where each hit point is first written: the kept points of each path, then its end.
+    marked = zero
+    tokens = []
+    for path in range(steps):
+        written = count[path] > 0
+        inner_marks = zero
+        for position in range(steps - 1):  # a path of k steps keeps at most k - 1 points
+            shift = (inner_count[path] - 1 - position).clamp(min=0) * 5
+            point = (inner[path] >> shift) & 31
+            fresh = written & (inner_count[path] > position) & ~_bit(marked, point)  # kept points are hits
+            inner_marks = inner_marks | (fresh.to(torch.int64) << position)
+            marked = marked | (fresh.to(torch.int64) << point)
+        finish = end[path].clamp(min=0)
+        end_mark = (written & _bit(hits, finish) & ~_bit(marked, finish)).to(torch.int64)
+        marked = marked | (end_mark << finish)
+        token = _pack_token(start[path].clamp(min=0), finish, inner[path], inner_count[path], inner_marks,
+                            end_mark, count[path])
+        tokens.append(torch.where(written, token, 0))
+    return torch.stack(tokens)
+
+
+def _node_text(node: int) -> str:
+    return "bar" if node == _BAR_NODE else "off" if node == 0 else str(node)
+
+
+def _token_text(token: int) -> str:
+    count, token = token & 7, token >> 3
+    end_mark, token = token & 1, token >> 1
+    inner_marks, token = token & 7, token >> 3
+    inner_count, token = token & 3, token >> 2
+    inner, token = token & ((1 << _INNER_BITS) - 1), token >> _INNER_BITS
+    start, end = token >> 5, token & 31
+    parts = [_node_text(start)]
+    for position in range(inner_count):
+        point = (inner >> (5 * (inner_count - 1 - position))) & 31
+        parts.append(str(point) + ("*" if inner_marks >> position & 1 else ""))
+    parts.append(_node_text(end) + ("*" if end_mark else ""))
+    text = "/".join(parts)
+    return text if count == 1 else f"{text}({count})"
+
+
+# Text by token, shared by every batch; cleared past _CACHE_LIMIT entries to bound memory.
+_token_texts: dict[int, str] = {}
+_CACHE_LIMIT = 1 << 18
+
+
+def _play_texts(values: list[int], columns: list[list[int]]) -> list[str]:
+    """The text of each row of token numbers, given column by column (``values[number]`` is the token,
+    0 for none)."""
+    if len(_token_texts) > _CACHE_LIMIT:
+        _token_texts.clear()
+    words = []
+    for token in values:
+        text = _token_texts.get(token)
+        if text is None:
+            text = _token_texts[token] = _token_text(token) if token else ""
+        words.append(text)
+    # Column by column: flat lists of numbers convert and index faster than a list per row.
+    columns = zip(*(map(words.__getitem__, column) for column in columns))
+    return [" ".join(filter(None, row)) or NO_MOVE for row in columns]
+
+
+def distinct_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> tuple[list[str], torch.Tensor]:
+    """``(texts, index int64[N])``: the distinct notations of the afterstates of
+    ``engine.movegen.legal_afterstates(board, dice, rules)`` and, for each afterstate in its order, the
+    position of its notation in ``texts`` (so callers can work per distinct play)."""
+    if rules.acey_deucey:
+        global _scalar_rows
+        _scalar_rows += afterstates.total
+        texts = scalar_play_notations(board, dice, afterstates, rules)
+        distinct = list(dict.fromkeys(texts))
+        where = {text: index for index, text in enumerate(distinct)}
+        return distinct, torch.tensor([where[text] for text in texts], dtype=torch.int64)
+    if afterstates.total == 0:
+        return [], torch.zeros(0, dtype=torch.int64)
+    net, hits = differences(board, afterstates)
+    rolls = dice.to(net.device).t().to(torch.int64)[:, afterstates.position]  # [2, N]
+    doubles = rolls[0] == rolls[1]
+    tokens = torch.zeros(_MAX_STEPS, net.shape[1], dtype=torch.int64, device=net.device)
+    if doubles.any():
+        rows = doubles.nonzero().squeeze(1)
+        tokens[:, rows] = _tokens(*_double_steps(net[:, rows], rolls[0, rows]), hits[rows])
+    if not doubles.all():  # at most two steps: the loops over steps and paths stop at two
+        rows = (~doubles).nonzero().squeeze(1)
+        tokens[:2, rows] = _tokens(*_two_die_steps(net[:, rows], hits[rows], rolls[:, rows]), hits[rows])
+    values, rows, index = _distinct_rows(tokens.cpu())
+    return _play_texts(values.tolist(), rows.t().tolist()), index
+
+
+def _distinct_rows(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(values, rows int64[D, 4], index int64[N])`` for ``tokens int64[4, N]``: the distinct tokens, each
+    distinct column of ``tokens`` as the numbers of its tokens in ``values`` (in sorted order), and the
+    number of each column's distinct row. ``torch.unique(tokens.t(), dim=0, return_inverse=True)`` is
+    ``(values[rows], index)``, but slower: it compares row by row, here the four numbers of a row become one
+    integer to sort when they fit."""
+    values, numbers = torch.unique(tokens, return_inverse=True)
+    base = values.shape[0]
+    if base**_MAX_STEPS >= 1 << 62:
+        distinct, index = torch.unique(tokens.t(), dim=0, return_inverse=True)
+        return values, torch.searchsorted(values, distinct), index
+    key = numbers[0]
+    for column in range(1, _MAX_STEPS):
+        key = key * base + numbers[column]
+    keys, index = torch.unique(key, return_inverse=True)
+    rows = torch.empty(keys.shape[0], _MAX_STEPS, dtype=torch.int64)
+    for column in range(_MAX_STEPS - 1, -1, -1):
+        rows[:, column] = keys % base
+        keys = keys // base
+    return values, rows, index
+
+
+def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:
+    """The notation of every afterstate of ``engine.movegen.legal_afterstates(board, dice, rules)``, in its
+    order: ``board int8[B, 28]``, ``dice int8[B, 2]`` -> ``list[str]`` of length ``afterstates.total``.
+
+    The same strings as ``engine.notation.play_notation``; acey-deucey uses the scalar search
+    (``scalar_play_notations``)."""
+    texts, index = distinct_play_notations(board, dice, afterstates, rules)
+    return [texts[position] for position in index.tolist()]
