@@ -76,6 +76,31 @@ def test_save_load_and_the_tools(tmp_path):
         combine_checkpoints(combined, paths[1], paths[2], tmp_path / "again.pt")
 
 
+def test_every_command_takes_a_phase_model(tmp_path, capsys):
+    """The phase file through the command lines themselves (bench and league go through the
+    executor's work units, which rebuild the model from its description on the worker)."""
+    from bgtrain.cli import main
+
+    paths = []
+    for name, network in networks(2).items():
+        path = tmp_path / f"{name}.pt"
+        save_checkpoint(path, {"model": network.model_args(), "weights": network.state_dict(),
+                               "config": config_to_dict(Config()), "counters": {}, "rules": "backgammon"})
+        paths.append(path)
+    model = str(combine_checkpoints(*paths, tmp_path / "phases.pt"))
+    with compile_mode("never"):
+        assert main(["bench", model, "pubeval", "--games", "8", "--threads", "1"]) == 0
+        assert "8 cubeless money games" in capsys.readouterr().out
+        assert main(["league", model, "pubeval", "random", "--games", "4", "--threads", "1",
+                     "--out", str(tmp_path / "league")]) == 0
+        assert main(["eval", "4HPwATDgc/ABMA", "--dice", "31", "--model", model]) == 0
+        assert main(["benchmark", model, "--class", "race", "--threads", "1"]) == 0
+        assert main(["rollout", "4HPwATDgc/ABMA", "--trials", "36", "--truncate", "2", "--model", model,
+                     "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "race (2000)" in out and "equity" in out
+
+
 @pytest.mark.slow
 def test_onnx_export_routes_like_the_model(tmp_path):
     # About 50 s on the shared 2-core CPU: three traced networks and onnxruntime's check.

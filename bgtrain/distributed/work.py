@@ -31,6 +31,7 @@ from bgtrain.arena.duel import play_pairs
 from bgtrain.arena.specs import make_agent, model_spec, network_agent
 from bgtrain.distributed.executor import WorkUnit
 from bgtrain.network import ValueNetwork
+from bgtrain.phases import model_from_args
 from engine.keyed_dice import KeyedMirroredDice
 from engine.variants import get_rules
 
@@ -42,8 +43,9 @@ def network_arrays(network: ValueNetwork) -> dict[str, np.ndarray]:
     return {name: value.detach().cpu().numpy().copy() for name, value in network.state_dict().items()}
 
 
-def network_from_arrays(model: dict, weights: dict[str, np.ndarray], device: str = "cpu") -> ValueNetwork:
-    network = ValueNetwork.from_args(model)
+def network_from_arrays(model: dict, weights: dict[str, np.ndarray], device: str = "cpu"):
+    """The model (a ``ValueNetwork`` or a ``PhaseNetwork``) that ``model`` describes, with ``weights``."""
+    network = model_from_args(model)
     # torch.tensor copies: arrays from the object store are read-only views of shared memory.
     network.load_state_dict({name: torch.tensor(value) for name, value in weights.items()})
     return network.to(device).eval()
