@@ -16,7 +16,7 @@ bear-offs of up to 6 checkers a side, where it is exact (``bgtrain.bearoff_two_s
 
 ``--ply N`` searches N plies deep (GNU Backgammon's numbering: 0 is the network alone; 1 and 2 take
 a fraction of a second; every further ply costs about 20 times more). ``--model`` defaults to
-``checkpoints/bgtrain-default.pt``. ``--json`` prints one JSON object with the same content.
+``checkpoints/bgtrain-supervised.pt``, the strongest model we ship. ``--json`` prints one JSON object with the same content.
 Exact bear-off values come from the bear-off database, built once into the cache on first use.
 """
 
@@ -43,7 +43,7 @@ from engine.position_id import encode_position_id, split_checkers_in_hand, with_
 from engine.rules import STANDARD, Rules
 from engine.variants import get_rules
 
-DEFAULT_MODEL = Path("checkpoints") / "bgtrain-default.pt"
+DEFAULT_MODEL = Path("checkpoints") / "bgtrain-supervised.pt"
 OUTCOME_NAMES = ("win", "win_gammon", "win_backgammon", "lose_gammon", "lose_backgammon")
 
 
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def default_model() -> Path:
-    """``checkpoints/bgtrain-default.pt`` in the working directory, else in the source checkout."""
+    """``DEFAULT_MODEL`` (the strongest model we ship) in the working directory, else in the source checkout."""
     for candidate in (DEFAULT_MODEL, Path(__file__).resolve().parents[2] / DEFAULT_MODEL):
         if candidate.is_file():
             return candidate

@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 from bgtrain.commands import add_device, add_seed, add_threads, apply_threads
-from bgtrain.commands.eval import OUTCOME_NAMES, PROBABILITY_HEADER, default_model
+from bgtrain.commands.eval import DEFAULT_MODEL, OUTCOME_NAMES, PROBABILITY_HEADER, default_model
 from bgtrain.cube import CubeState
 from bgtrain.distributed.executor import add_executor_arguments, executor_from_args
 from bgtrain.evaluator import Evaluator
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "batches, which run slower)")
     parser.add_argument("--no-variance-reduction", action="store_true", help="plain results, no luck correction")
     add_seed(parser, help="dice seed (default 0)")
-    parser.add_argument("--model", help="checkpoint or .onnx model (default checkpoints/bgtrain-default.pt)")
+    parser.add_argument("--model", help=f"checkpoint or .onnx model (default {DEFAULT_MODEL}, as bgtrain eval)")
     add_device(parser)
     add_threads(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
