@@ -46,3 +46,14 @@ def cluster():
         del os.environ["BGTRAIN_COMPILE"]
     else:
         os.environ["BGTRAIN_COMPILE"] = compile_mode
+
+
+@pytest.fixture(scope="module")
+def workers(cluster):
+    """Two Ray workers for one test module (each prepares its evaluator and databases once per job), of
+    half a CPU each: a command line started by a test gets the cluster's other CPU."""
+    from bgtrain.distributed.executor import make_executor
+
+    executor = make_executor("ray", workers=2, worker_cpus=0.5)
+    yield executor
+    executor.close()

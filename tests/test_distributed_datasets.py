@@ -24,7 +24,6 @@ from bgtrain.datasets.generate import GenerationSettings, generate_dataset
 from bgtrain.datasets.labellers import labeller_from_spec
 from bgtrain.datasets.shards import read_manifest
 from bgtrain.distributed.datasets import generate_dataset_distributed
-from bgtrain.distributed.executor import make_executor
 from bgtrain.evaluator import Evaluator
 from bgtrain.network import ValueNetwork
 
@@ -39,15 +38,6 @@ def op_by_op():
     # Small batches: compiling the engine's kernels would cost more than it saves.
     with compile_mode("never"):
         yield
-
-
-@pytest.fixture(scope="module")
-def workers(cluster):
-    """Two Ray workers for the module's tests (each prepares its evaluator and databases once per job), of
-    half a CPU each: a command line started by a test gets the cluster's other CPU."""
-    executor = make_executor("ray", workers=2, worker_cpus=0.5)
-    yield executor
-    executor.close()
 
 
 @pytest.fixture(scope="module")

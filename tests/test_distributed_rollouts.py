@@ -12,7 +12,6 @@ import torch
 from helpers import compile_mode
 
 from bgtrain.cli import main
-from bgtrain.distributed.executor import make_executor
 from bgtrain.distributed.rollouts import rollout_distributed, rollout_plays_distributed
 from bgtrain.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings
@@ -30,15 +29,6 @@ SETTINGS = RolloutSettings(truncate=3)
 def op_by_op():
     with compile_mode("never"):
         yield
-
-
-@pytest.fixture(scope="module")
-def workers(cluster):
-    """Two Ray workers for the module's tests (each prepares its evaluator and databases once per job), of
-    half a CPU each: a command line started by a test gets the cluster's other CPU."""
-    executor = make_executor("ray", workers=2, worker_cpus=0.5)
-    yield executor
-    executor.close()
 
 
 @pytest.fixture(scope="module")
