@@ -111,3 +111,7 @@ def test_real_rollout_is_seeded_and_resumes_from_its_shards(tmp_path):
     with pytest.raises(ValueError, match="other settings"):
         rollout_reference(evaluator, decisions, settings, trials=16, top=2, seed=3, batch=2, work_dir=tmp_path,
                           progress=False)
+    others = keep_top(load_decisions().of_class("crashed").select(torch.arange(3)), 2)
+    with pytest.raises(ValueError, match="other decisions"):
+        rollout_reference(evaluator, others, settings, trials=8, top=2, seed=3, batch=2, work_dir=tmp_path,
+                          progress=False)

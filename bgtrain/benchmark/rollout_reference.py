@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bgtrain.benchmark.decisions import DecisionSet, concatenate
+from bgtrain.benchmark.decisions import DecisionSet, concatenate, content_hash
 from bgtrain.evaluator import Evaluator
 from bgtrain.files import atomic_write
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
@@ -128,10 +128,11 @@ def rollout_reference(evaluator: Evaluator, decisions: DecisionSet, settings: Ro
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
         signature = {"trials": trials, "top": top, "seed": seed, "batch": batch, "settings": asdict(settings),
-                     "decisions": len(decisions)}
+                     "decisions": len(decisions), "decisions_sha256": content_hash(kept)}
         stamp = work_dir / "relabelling.json"
         if stamp.exists() and json.loads(stamp.read_text()) != signature:
-            raise ValueError(f"{work_dir} holds a relabelling with other settings; use a new work directory")
+            raise ValueError(f"{work_dir} holds a relabelling of other decisions or with other settings; "
+                             "use a new work directory")
         atomic_write(stamp, (json.dumps(signature, indent=2) + "\n").encode())
     parts, errors, halves = [], [], []
     starts = range(0, len(kept), batch)
