@@ -1,6 +1,6 @@
 """Build the move-error benchmark: decisions from noisy self-play, labelled by GNU Backgammon 2-ply.
 
-    python scripts/build_benchmark.py --seed 1 --out bgtrain/data/benchmark --work runs/benchmark-work
+    python scripts/build_benchmark.py --seed 1 --out bgtrain/data/benchmark/gnubg-2ply --work runs/benchmark-work
 
 Steps (``bgtrain.benchmark.sampling`` and ``labelling`` hold the rules):
 
@@ -140,7 +140,7 @@ def label_shard(board, dice, source, reference: GnubgReference, settings: BuildS
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=Path("bgtrain/data/benchmark"))
+    parser.add_argument("--out", type=Path, default=Path("bgtrain/data/benchmark/gnubg-2ply"))
     parser.add_argument("--work", type=Path, default=None, help="shards and the chosen decisions (default OUT/work)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--shards", metavar="FIRST:LAST", help="label only these shards (a second worker); the "

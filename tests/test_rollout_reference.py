@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bgtrain.benchmark.decisions import DecisionSet, load_decisions
+from bgtrain.benchmark.decisions import CONTACT, RACE, DecisionSet, concatenate, load_decisions
 from bgtrain.benchmark.rollout_reference import (
     _relabel,
     cross_fitted_losses,
     keep_top,
+    replace_classes,
     rollout_decisions,
     rollout_reference,
 )
@@ -76,6 +77,31 @@ def test_cross_fitted_losses_by_hand():
     assert cross_fitted_losses(decisions, halves).tolist() == pytest.approx([0.0, 0.1])
 
 
+def test_replace_classes_swaps_whole_classes_and_keeps_the_rest():
+    """A base set of three race then two contact decisions (kinds out of class order); the contact
+    class relabelled (one candidate each, losses 0) replaces the base's contact decisions, the result
+    holds contact first, and the race decisions keep their candidates and losses."""
+    race, contact = toy_decisions([2, 3, 1]), toy_decisions([3, 2])
+    race = DecisionSet(race.board, race.dice, torch.full((3,), RACE, dtype=torch.int8), race.source, race.counts,
+                       race.candidate, race.loss, race.equity)
+    contact = DecisionSet(contact.board, contact.dice, torch.full((2,), CONTACT, dtype=torch.int8),
+                          contact.source, contact.counts, contact.candidate, contact.loss, contact.equity)
+    relabelled = keep_top(contact, 1)
+    merged = replace_classes(concatenate([race, contact]), {"contact": relabelled})
+    assert merged.kind.tolist() == [CONTACT] * 2 + [RACE] * 3
+    assert merged.counts.tolist() == [1, 1, 2, 3, 1]
+    assert torch.equal(merged.loss[2:], race.loss)
+    # Another class's decisions, a part of a class, or a foreign class name: refused, naming it.
+    with pytest.raises(ValueError, match="relabelled contact decisions are 1, the base set has 2"):
+        replace_classes(concatenate([race, contact]), {"contact": relabelled.select(torch.tensor([0]))})
+    moved = DecisionSet(relabelled.board, relabelled.dice.flip(1), relabelled.kind, relabelled.source,
+                        relabelled.counts, relabelled.candidate, relabelled.loss, relabelled.equity)
+    with pytest.raises(ValueError, match="not the base set's contact decisions"):
+        replace_classes(concatenate([race, contact]), {"contact": moved})
+    with pytest.raises(ValueError, match="unknown class 'backgame'"):
+        replace_classes(race, {"backgame": relabelled})
+
+
 def test_scoring_with_other_losses_charges_the_worst_of_those():
     decisions = toy_decisions([3])
     other = torch.tensor([0.0, -0.01, 0.05])
@@ -105,6 +131,16 @@ def test_real_rollout_is_seeded_and_resumes_from_its_shards(tmp_path):
     again, _, _ = rollout_reference(evaluator, decisions, settings, trials=8, top=2, seed=3, batch=2,
                                     work_dir=tmp_path, progress=False)  # read back from the shards
     assert torch.equal(again.loss, whole.loss) and torch.equal(again.candidate, whole.candidate)
+    # From the end, without shards or on a work directory with only the last one: the same set.
+    backward, _, _ = rollout_reference(evaluator, decisions, settings, trials=8, top=2, seed=3, batch=2,
+                                       progress=False, from_the_end=True)
+    assert torch.equal(backward.loss, whole.loss) and torch.equal(backward.candidate, whole.candidate)
+    (tmp_path / "met").mkdir()
+    (tmp_path / "met" / "relabelling.json").write_bytes((tmp_path / "relabelling.json").read_bytes())
+    (tmp_path / "met" / "shard-00001.npz").write_bytes((tmp_path / "shard-00001.npz").read_bytes())
+    met, _, _ = rollout_reference(evaluator, decisions, settings, trials=8, top=2, seed=3, batch=2,
+                                  work_dir=tmp_path / "met", progress=False)
+    assert torch.equal(met.loss, whole.loss) and len(list((tmp_path / "met").glob("shard-*.npz"))) == 2
     # the first shard alone, recomputed in memory: the same numbers
     first, _, _ = rollout_decisions(evaluator, decisions.select(torch.arange(2)), settings, trials=8, seed=3)
     assert torch.equal(first.loss, whole.loss[: int(first.counts.sum())])

@@ -44,6 +44,7 @@ SELF_PLAY, DISPUTED, FROM_FILE = range(3)
 
 DATA_DIRECTORY = Path(__file__).resolve().parent.parent / "data" / "benchmark"
 DEFAULT_DATA = DATA_DIRECTORY / "benchmark.npz"
+GNUBG_2PLY_DATA = DATA_DIRECTORY / "gnubg-2ply" / "benchmark.npz"  # the set as built, before rollouts
 MANIFEST_NAME = "manifest.json"
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bgtrain.benchmark.decisions import DecisionSet, concatenate, content_hash
+from bgtrain.benchmark.decisions import CLASSES, DecisionSet, concatenate, content_hash
 from bgtrain.evaluator import Evaluator
 from bgtrain.files import atomic_write
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
@@ -116,11 +116,16 @@ def _load_shard(path: Path, decisions: DecisionSet) -> tuple[DecisionSet, torch.
 
 def rollout_reference(evaluator: Evaluator, decisions: DecisionSet, settings: RolloutSettings, *, trials: int,
                       top: int, seed: int, batch: int = 16, work_dir: str | Path | None = None,
-                      device: torch.device | str = "cpu", progress: bool = True
+                      device: torch.device | str = "cpu", progress: bool = True, from_the_end: bool = False
                       ) -> tuple[DecisionSet, torch.Tensor, torch.Tensor]:
     """Relabel ``decisions`` by rollouts of their ``top`` candidates (see the module docstring): the
     new decision set, each candidate's loss standard error (``float32[C]``) and its equity over the
-    even and the odd trials (``float32[C, 2]``)."""
+    even and the odd trials (``float32[C, 2]``).
+
+    ``from_the_end`` rolls the batches out last first. A batch's dice depend only on its decisions'
+    places in the set, not on the order of work, so a second process on the same ``work_dir`` going
+    from the end meets the first in the middle, both skipping the shards the other wrote (at most the
+    batch each is on when they meet is rolled out twice, to the same numbers)."""
     from tqdm import tqdm
 
     kept = keep_top(decisions, top)
@@ -137,7 +142,8 @@ def rollout_reference(evaluator: Evaluator, decisions: DecisionSet, settings: Ro
     parts, errors, halves = [], [], []
     starts = range(0, len(kept), batch)
     bar = tqdm(total=len(kept), unit="decision", disable=not progress, dynamic_ncols=True)
-    for shard, start in enumerate(starts):
+    order = list(enumerate(starts))
+    for shard, start in reversed(order) if from_the_end else order:
         part = kept.select(torch.arange(start, min(start + batch, len(kept))))
         path = _shard_path(work_dir, shard) if work_dir is not None else None
         if path is not None and path.exists():
@@ -154,6 +160,8 @@ def rollout_reference(evaluator: Evaluator, decisions: DecisionSet, settings: Ro
         listed = torch.cat(errors)
         bar.set_postfix_str(f"mean loss se {float(listed[listed > 0].mean()) if (listed > 0).any() else 0:.4f}")
     bar.close()
+    if from_the_end:
+        parts, errors, halves = parts[::-1], errors[::-1], halves[::-1]
     return concatenate(parts), torch.cat(errors), torch.cat(halves)
 
 
@@ -173,3 +181,18 @@ def cross_fitted_losses(decisions: DecisionSet, halves: torch.Tensor) -> torch.T
         best[:] = order[decisions.offsets]
         losses.append(halves[best[owner], measure].double() - halves[:, measure].double())
     return (losses[0] + losses[1]) / 2
+
+
+def replace_classes(base: DecisionSet, relabelled: dict[str, DecisionSet]) -> DecisionSet:
+    """``base`` with whole classes replaced by their relabelling: ``relabelled[name]`` must hold the
+    same decisions (boards and rolls, in order) as ``base.of_class(name)``, else a ValueError names the
+    class. The result holds the classes in the order of :data:`CLASSES`, each class's decisions in
+    their order in ``base``; the classes not named keep their candidates and losses."""
+    for name, part in relabelled.items():
+        original = base.of_class(name)  # a ValueError for an unknown class name
+        if len(part) != len(original):
+            raise ValueError(f"the relabelled {name} decisions are {len(part)}, the base set has {len(original)}: "
+                             "relabel the whole class")
+        if not (torch.equal(part.board, original.board) and torch.equal(part.dice, original.dice)):
+            raise ValueError(f"the relabelled {name} decisions are not the base set's {name} decisions")
+    return concatenate([relabelled[name] if name in relabelled else base.of_class(name) for name in CLASSES])
