@@ -22,6 +22,9 @@ search.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import torch
 
 from engine.notation import NO_MOVE, scalar_play_notations
@@ -219,70 +222,134 @@ def _token_text(token: int) -> str:
 _token_texts: dict[int, str] = {}
 _CACHE_LIMIT = 1 << 18
 
-
-def _play_texts(values: list[int], columns: list[list[int]]) -> list[str]:
-    """The text of each row of token numbers, given column by column (``values[number]`` is the token,
-    0 for none)."""
-    if len(_token_texts) > _CACHE_LIMIT:
-        _token_texts.clear()
-    words = []
-    for token in values:
-        text = _token_texts.get(token)
-        if text is None:
-            text = _token_texts[token] = _token_text(token) if token else ""
-        words.append(text)
-    # Column by column: flat lists of numbers convert and index faster than a list per row.
-    columns = zip(*(map(words.__getitem__, column) for column in columns))
-    return [" ".join(filter(None, row)) or NO_MOVE for row in columns]
+# A token without intermediate points is numbered by its start, end, end mark and count alone:
+# (start * 32 + end) * 16 + end mark * 8 + count, below _SIMPLE_TOKENS. Tokens with intermediate points
+# (a hit on the way) are rare and numbered from _SIMPLE_TOKENS up, by their value, per batch.
+_SIMPLE_TOKENS = 1 << 14
+_TOKEN_TAIL_BITS = 24  # the token bits below its start and end: inner points, their count and marks, ...
 
 
-def distinct_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> tuple[list[str], torch.Tensor]:
-    """``(texts, index int64[N])``: the distinct notations of the afterstates of
-    ``engine.movegen.legal_afterstates(board, dice, rules)`` and, for each afterstate in its order, the
-    position of its notation in ``texts`` (so callers can work per distinct play)."""
+def _token_text_of(token: int) -> str:
+    text = _token_texts.get(token)
+    if text is None:
+        if len(_token_texts) > _CACHE_LIMIT:
+            _token_texts.clear()
+        text = _token_texts[token] = _token_text(token) if token else ""
+    return text
+
+
+@dataclass(frozen=True)
+class PlayWords:
+    """The notation of each afterstate as numbered words (the paths, ``24/18(2)``, that spaces separate):
+    ``words: int64[S, N]`` (numpy), the number of each afterstate's k-th word, 0 past its last; ``texts``,
+    the text of each number, ``texts[0] == ""``. An afterstate without words is :data:`NO_MOVE`.
+
+    Numbers follow the order of their texts, so comparing two rows number by number orders them as their
+    strings: no word holds a space, which sorts before every character in one, and a row's words come
+    first (no 0 before a word). ``fields`` writes the rows as bytes for output in bulk."""
+
+    words: np.ndarray
+    texts: list[str]
+
+    def strings(self) -> list[str]:
+        """The notation of each afterstate, as ``engine.notation.play_notation`` writes it."""
+        texts = self.texts
+        return [" ".join(filter(None, map(texts.__getitem__, row))) or NO_MOVE for row in self.words.T.tolist()]
+
+    def _tables(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """The padded ASCII of each number as a first word (0: ``NO_MOVE``) and as a later one (after a
+        space; 0: nothing), with the lengths."""
+        texts = [text.encode("ascii") for text in self.texts[1:]]
+        return _padded_table([NO_MOVE.encode("ascii"), *texts]), _padded_table([b"", *(b" " + text for text in texts)])
+
+    def fields(self, order: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """``(blocks, lengths int64[len(order)])``: the notation of the rows ``order`` as ``uint8[len(order),
+        w]`` blocks of ASCII, one per word (after a space from the second on), each padded with NUL bytes to
+        its own width, and the length of each row's notation. The blocks side by side, with the NUL bytes
+        deleted, are the strings of ``strings()``."""
+        first, later = self._tables()
+        blocks, lengths = [], np.zeros(len(order), dtype=np.int64)
+        for slot, words in enumerate(self.words):
+            table, table_lengths = first if slot == 0 else later
+            words = words[order]
+            present = np.zeros(len(table), dtype=bool)
+            present[words] = True
+            width = int(table_lengths[present].max(initial=0))
+            if width:  # a slot no row uses writes nothing
+                blocks.append(table[:, :width][words])
+                lengths += table_lengths[words]
+        return blocks, lengths
+
+
+def _padded_table(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """``(uint8[len(texts), width], lengths int64[len(texts)])``: each text left-aligned and padded with NUL
+    bytes to the longest, and its length."""
+    width = max(map(len, texts), default=0)
+    table = np.frombuffer(b"".join(text.ljust(width, b"\0") for text in texts), dtype=np.uint8)
+    return table.reshape(len(texts), width), np.array([len(text) for text in texts], dtype=np.int64)
+
+
+def _numbered_words(tokens: np.ndarray) -> PlayWords:
+    """``PlayWords`` of ``tokens int64[S, N]`` (0 for none, no 0 before a token in a column)."""
+    simple = tokens >> _TOKEN_TAIL_BITS << 4 | tokens & 15
+    inner = (tokens >> 7) & 3 > 0
+    complex_values, complex_numbers = np.unique(tokens[inner], return_inverse=True)
+    ids = simple
+    ids[inner] = _SIMPLE_TOKENS + complex_numbers.reshape(-1)
+    present = np.zeros(_SIMPLE_TOKENS + len(complex_values), dtype=bool)
+    present[ids] = True
+    used = np.flatnonzero(present)
+    simple_used = used[used < _SIMPLE_TOKENS]
+    values = [*((simple_used >> 4 << _TOKEN_TAIL_BITS | simple_used & 15).tolist()), *complex_values.tolist()]
+    texts = [_token_text_of(value) for value in values]
+    order = sorted(range(len(texts)), key=texts.__getitem__)  # "" (no token) first
+    number = np.zeros(len(present), dtype=np.int64)
+    number[used[order]] = np.arange(len(order))
+    return PlayWords(number[ids], [texts[index] for index in order])
+
+
+def _compact(tokens: torch.Tensor) -> torch.Tensor:
+    """``tokens int64[S, N]`` with each column's tokens moved up, in order, over the empty slots (0)."""
+    present = tokens != 0
+    slot = torch.where(present, present.cumsum(0) - 1, tokens.shape[0])
+    compact = torch.zeros(tokens.shape[0] + 1, tokens.shape[1], dtype=tokens.dtype, device=tokens.device)
+    compact.scatter_(0, slot, tokens)
+    return compact[:-1]
+
+
+def _words_of_strings(strings: list[str]) -> PlayWords:
+    """``PlayWords`` of whole notation strings (the scalar search's), split at their spaces."""
+    rows = [[] if text == NO_MOVE else text.split(" ") for text in strings]
+    texts = sorted({"", *(word for row in rows for word in row)})
+    number = {text: index for index, text in enumerate(texts)}
+    width = max([1, *map(len, rows)])  # one slot at least: a row without words is NO_MOVE
+    words = np.zeros((width, len(rows)), dtype=np.int64)
+    for column, row in enumerate(rows):
+        words[: len(row), column] = [number[word] for word in row]
+    return PlayWords(words, texts)
+
+
+def play_words(board, dice, afterstates, rules: Rules = STANDARD) -> PlayWords:
+    """The notation of every afterstate of ``engine.movegen.legal_afterstates(board, dice, rules)``, in its
+    order, as ``PlayWords``; acey-deucey turns use the scalar search (``scalar_play_notations``)."""
     if rules.acey_deucey:
         global _scalar_rows
         _scalar_rows += afterstates.total
-        texts = scalar_play_notations(board, dice, afterstates, rules)
-        distinct = list(dict.fromkeys(texts))
-        where = {text: index for index, text in enumerate(distinct)}
-        return distinct, torch.tensor([where[text] for text in texts], dtype=torch.int64)
+        return _words_of_strings(scalar_play_notations(board, dice, afterstates, rules))
     if afterstates.total == 0:
-        return [], torch.zeros(0, dtype=torch.int64)
+        return PlayWords(np.zeros((1, 0), dtype=np.int64), [""])
     net, hits = differences(board, afterstates)
     rolls = dice.to(net.device).t().to(torch.int64)[:, afterstates.position]  # [2, N]
     doubles = rolls[0] == rolls[1]
-    tokens = torch.zeros(_MAX_STEPS, net.shape[1], dtype=torch.int64, device=net.device)
+    slots = _MAX_STEPS if doubles.any() else 2
+    tokens = torch.zeros(slots, net.shape[1], dtype=torch.int64, device=net.device)
     if doubles.any():
         rows = doubles.nonzero().squeeze(1)
         tokens[:, rows] = _tokens(*_double_steps(net[:, rows], rolls[0, rows]), hits[rows])
     if not doubles.all():  # at most two steps: the loops over steps and paths stop at two
         rows = (~doubles).nonzero().squeeze(1)
         tokens[:2, rows] = _tokens(*_two_die_steps(net[:, rows], hits[rows], rolls[:, rows]), hits[rows])
-    values, rows, index = _distinct_rows(tokens.cpu())
-    return _play_texts(values.tolist(), rows.t().tolist()), index
-
-
-def _distinct_rows(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(values, rows int64[D, 4], index int64[N])`` for ``tokens int64[4, N]``: the distinct tokens, each
-    distinct column of ``tokens`` as the numbers of its tokens in ``values`` (in sorted order), and the
-    number of each column's distinct row. ``torch.unique(tokens.t(), dim=0, return_inverse=True)`` is
-    ``(values[rows], index)``, but slower: it compares row by row, here the four numbers of a row become one
-    integer to sort when they fit."""
-    values, numbers = torch.unique(tokens, return_inverse=True)
-    base = values.shape[0]
-    if base**_MAX_STEPS >= 1 << 62:
-        distinct, index = torch.unique(tokens.t(), dim=0, return_inverse=True)
-        return values, torch.searchsorted(values, distinct), index
-    key = numbers[0]
-    for column in range(1, _MAX_STEPS):
-        key = key * base + numbers[column]
-    keys, index = torch.unique(key, return_inverse=True)
-    rows = torch.empty(keys.shape[0], _MAX_STEPS, dtype=torch.int64)
-    for column in range(_MAX_STEPS - 1, -1, -1):
-        rows[:, column] = keys % base
-        keys = keys // base
-    return values, rows, index
+    return _numbered_words(_compact(tokens).cpu().numpy())
 
 
 def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:
@@ -291,5 +358,4 @@ def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> l
 
     The same strings as ``engine.notation.play_notation``; acey-deucey uses the scalar search
     (``scalar_play_notations``)."""
-    texts, index = distinct_play_notations(board, dice, afterstates, rules)
-    return [texts[position] for position in index.tolist()]
+    return play_words(board, dice, afterstates, rules).strings()

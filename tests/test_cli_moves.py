@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -161,3 +162,24 @@ def test_moves_runs_op_by_op_and_leaves_the_compile_mode_as_it_was(capsys, monke
         assert seen == ["never"] and kernels._mode == "auto"
     finally:
         kernels.set_mode(previous)
+
+
+def test_lines_the_fast_reader_leaves_to_the_parser_give_the_same_answers(capsys, monkeypatch):
+    # "3-1", "31" and the parser's other spellings of a roll ("3--1"), spaces around: one answer.
+    lines = ["4HPwATDgc/ABMA 31", "  4HPwATDgc/ABMA   3-1 ", "4HPwATDgc/ABMA 3--1", "", "4HPwATDgc/ABMA -31"]
+    status, out, _ = run_moves(capsys, [], "\n".join(lines) + "\n", monkeypatch)
+    assert status == 0
+    assert out.splitlines() == [reference_line("4HPwATDgc/ABMA 31", "backgammon").rstrip("\n")] * 4
+
+
+def test_play_order_sorts_by_position_words_and_extra_roll_in_one_key_or_many():
+    from bgtrain.commands.moves import _play_order
+
+    generator = np.random.default_rng(8)
+    position = np.sort(generator.integers(0, 50, 2000))
+    words = generator.integers(0, 6, (3, 2000))
+    extra_roll = generator.integers(0, 2, 2000).astype(bool)
+    expected = np.lexsort((extra_roll, *words[::-1], position))
+    assert np.array_equal(_play_order(position, words, extra_roll), expected)
+    # Numbers too wide for one 62-bit key: a sort on each column, the same order.
+    assert np.array_equal(_play_order(position, words << 30, extra_roll), expected)

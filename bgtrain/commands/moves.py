@@ -24,22 +24,22 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import operator
 import os
 import sys
 from collections.abc import Iterable, Iterator
 
+import numpy as np
 import torch
 
 from bgtrain.commands import add_variant, positive_int
-from engine.batch_notation import distinct_play_notations
+from engine.batch_notation import play_words
 from engine.kernels import ENVIRONMENT_VARIABLE, set_mode
 from engine.movegen import legal_afterstates
-from engine.parsing import HAND_PREFIX, MovesRequest, parse_moves_request
+from engine.parsing import HAND_PREFIX, parse_moves_request
 from engine.position_id import (
     decode_position_id,
     decode_position_ids,
-    encode_position_ids,
+    position_id_characters,
     with_checkers_in_hand,
     with_checkers_in_hand_rows,
 )
@@ -47,6 +47,15 @@ from engine.rules import Rules
 from engine.variants import get_rules
 
 BATCH_LINES = 4096
+
+# One request: (position ID, dice, checkers in hand or None, where it was written, for errors).
+Request = tuple[str, tuple[int, int], "tuple[int, int] | None", str]
+
+# The dice fields of a line that ``engine.parsing.parse_dice`` reads, by their text: a line of a position
+# ID and one of these is read without the parser (the ID is checked when it is decoded).
+_ROLLS = {f"{first}{separator}{second}": (first, second)
+          for first in range(1, 7) for second in range(1, 7) for separator in ("", "-")}
+_DICE_TEXTS = {roll: f'", "dice": "{roll[0]}{roll[1]}", ' for roll in _ROLLS.values()}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,79 +76,122 @@ def _argument_lines(tokens: list[str]) -> Iterator[tuple[str, str]]:
         index += take
 
 
-def read_requests(items: list[str], stream: Iterable[str]) -> Iterator[MovesRequest]:
+def read_requests(items: list[str], stream: Iterable[str]) -> Iterator[Request]:
     """The requests of the arguments or, with none, of the lines of ``stream``, one at a time."""
     lines = _argument_lines(items) if items else ((f"line {n}", text) for n, text in enumerate(stream, 1))
     for where, text in lines:
-        if text.strip():
-            yield parse_moves_request(text, where)
+        fields = text.split()
+        if len(fields) == 2 and (roll := _ROLLS.get(fields[1])) is not None:
+            yield fields[0], roll, None, where
+        elif fields:
+            request = parse_moves_request(text, where)
+            yield request.position_id, request.dice, request.hand, where
 
 
-def _boards(requests: list[MovesRequest], rules: Rules) -> torch.Tensor:
+def _boards(position_ids: tuple[str, ...], hands: tuple, wheres: tuple[str, ...], rules: Rules) -> torch.Tensor:
     """``int8[B, 28]``: the decoded positions, checkers in hand put in. A batch with a bad field is decoded
     again one line at a time, which names the line."""
     try:
-        board = decode_position_ids([request.position_id for request in requests], rules)
-        holding = [index for index, request in enumerate(requests) if request.hand is not None]
+        board = decode_position_ids(position_ids, rules)
+        holding = [index for index, hand in enumerate(hands) if hand is not None]
         if holding:
-            hands = torch.tensor([requests[index].hand for index in holding], dtype=torch.int64)
-            board[holding] = with_checkers_in_hand_rows(board[holding], hands, rules)
+            counts = torch.tensor([hands[index] for index in holding], dtype=torch.int64)
+            board[holding] = with_checkers_in_hand_rows(board[holding], counts, rules)
         return board
     except ValueError:
         pass
     boards = []
-    for request in requests:
+    for position_id, hand, where in zip(position_ids, hands, wheres):
         try:
-            board = decode_position_id(request.position_id, rules)
-            boards.append(board if request.hand is None else with_checkers_in_hand(board, request.hand, rules))
+            board = decode_position_id(position_id, rules)
+            boards.append(board if hand is None else with_checkers_in_hand(board, hand, rules))
         except ValueError as error:
-            raise ValueError(f"{request.where}: {error}") from None
+            raise ValueError(f"{where}: {error}") from None
     return torch.stack(boards)
 
 
-def _move_end(hand: list[int] | None, extra_roll: bool | None) -> str:
-    in_hand = "" if hand is None else f', "in_hand": [{hand[0]}, {-hand[1]}]'
-    return f'"{in_hand}' + ("}" if extra_roll is None else f', "extra_roll": {"true" if extra_roll else "false"}}}')
+def _play_order(position: np.ndarray, words: np.ndarray, extra_roll: np.ndarray | None) -> np.ndarray:
+    """The order of the afterstates that sorts each position's plays by notation (word numbers follow the
+    order of the words' texts), then extra roll: one sort of one integer key when the numbers fit 62
+    bits, else a sort on each column (``np.lexsort``: the same order)."""
+    columns = [position, *words, *([] if extra_roll is None else [extra_roll.astype(np.int64)])]
+    widths = [int(column.max(initial=0)).bit_length() for column in columns]
+    if sum(widths) > 62:
+        return np.lexsort(columns[::-1])
+    key = np.zeros(len(position), dtype=np.int64)
+    for column, width in zip(columns, widths):
+        key = key << width | column
+    return np.argsort(key, kind="stable")
 
 
-def answer_batch(requests: list[MovesRequest], rules: Rules) -> list[str]:
+_PLAY = b'{"play": "'
+_POSITION_ID = b'", "position_id": "'
+_SEPARATOR = b", "
+
+
+def _move_ends(boards: np.ndarray, extra_roll: np.ndarray | None, rules: Rules) -> tuple[np.ndarray, np.ndarray]:
+    """``(uint8[N, w], lengths int64[N])``: how each move ends after its position ID: ``"}``, or with its
+    checkers in hand and extra roll for the variants that have them, NUL-padded."""
+    hand = np.zeros((len(boards), 2), dtype=np.int64)
+    if rules.start_in_hand:
+        hand = np.stack([boards[:, 26], -boards[:, 27]], 1).astype(np.int64)  # at most 15 each
+    flag = np.zeros(len(boards), dtype=np.int64) if extra_roll is None else extra_roll.astype(np.int64)
+    code = (hand[:, 0] * 16 + hand[:, 1]) * 2 + flag
+    present = np.zeros(16 * 16 * 2, dtype=bool)
+    present[code] = True
+    texts = [b""] * len(present)
+    for value in np.flatnonzero(present).tolist():
+        mine, theirs, extra = value // 32, value // 2 % 16, value % 2
+        in_hand = f', "in_hand": [{mine}, {theirs}]' if rules.start_in_hand else ""
+        roll = "" if extra_roll is None else f', "extra_roll": {"true" if extra else "false"}'
+        texts[value] = f'"{in_hand}{roll}}}'.encode("ascii")
+    width = max(map(len, texts))
+    table = np.frombuffer(b"".join(text.ljust(width, b"\0") for text in texts), dtype=np.uint8).reshape(-1, width)
+    return table[code], np.array(list(map(len, texts)), dtype=np.int64)[code]
+
+
+def answer_batch(requests: list[Request], rules: Rules) -> list[str]:
     """The JSON line of each request, from one batched move generation and one batched notation.
 
     The lines are the text ``json.dumps`` writes for ``{"position_id", "dice", ["hand",] "moves"}``, each
     move ``{"play", "position_id"[, "in_hand"][, "extra_roll"]}``, sorted by play (then extra roll), but
-    joined from pieces: every string in them is a position ID or a notation, which JSON writes as is.
-    Tested byte for byte against ``json.dumps``."""
-    board = _boards(requests, rules)
-    dice = torch.tensor([request.dice for request in requests], dtype=torch.int8)
+    written in bulk: every string in them is a position ID or a notation, which JSON writes as is. The
+    moves of the batch are the rows of one byte matrix, field by field (fields of varying length are
+    padded with NUL bytes, deleted at the end); only the start of each line is written per line. Tested
+    byte for byte against ``json.dumps``."""
+    position_ids, rolls, hands, wheres = zip(*requests)
+    board = _boards(position_ids, hands, wheres, rules)
+    dice = torch.tensor(rolls, dtype=torch.int8)
     afterstates = legal_afterstates(board, dice, rules)
-    texts, notation = distinct_play_notations(board, dice, afterstates, rules)
-    # Sort each request's moves by (play, extra roll): one stable sort of the whole batch, as the
-    # rows of a request are contiguous.
-    rank = torch.empty(len(texts), dtype=torch.int64)
-    rank[sorted(range(len(texts)), key=texts.__getitem__)] = torch.arange(len(texts))
-    extra_roll = afterstates.extra_roll.cpu().to(torch.int64) if rules.acey_deucey else 0
-    key = (afterstates.position.cpu() * len(texts) + rank[notation]) * 2 + extra_roll
-    order = torch.sort(key, stable=True).indices
-    boards = afterstates.boards.cpu()[order]
+    words = play_words(board, dice, afterstates, rules)
+    extra_roll = afterstates.extra_roll.cpu().numpy() if rules.acey_deucey else None
+    order = _play_order(afterstates.position.cpu().numpy(), words.words, extra_roll)
+    boards = afterstates.boards.cpu()
     # The IDs hold the checkers on the board and the bar; "in_hand" holds the rest.
-    position_ids = encode_position_ids(boards[:, :26])
-    openings = [f'{{"play": "{text}", "position_id": "' for text in texts]
-    pieces = list(map(operator.add, map(openings.__getitem__, notation[order].tolist()), position_ids))
-    if rules.start_in_hand or rules.acey_deucey:
-        hands = boards[:, 26:].tolist() if rules.start_in_hand else itertools.repeat(None)
-        flags = afterstates.extra_roll.cpu()[order].tolist() if rules.acey_deucey else itertools.repeat(None)
-        moves = [piece + _move_end(hand, flag) for piece, hand, flag in zip(pieces, hands, flags)]
-        separator, last = ", ", ""
-    else:
-        # Every move then ends '"}': written by the separators rather than appended to each move.
-        moves, separator, last = pieces, '"}, ', '"}'
-    offsets, counts = afterstates.offsets.tolist(), afterstates.counts.tolist()
+    identities = position_id_characters(boards)[order]
+    ends, end_lengths = _move_ends(boards.numpy()[order], None if extra_roll is None else extra_roll[order], rules)
+    blocks, lengths = words.fields(order)
+    fields = [_PLAY, *blocks, _POSITION_ID, identities, ends, _SEPARATOR]
+    width = sum(len(field) if isinstance(field, bytes) else field.shape[1] for field in fields)
+    moves = np.zeros((len(order), width), dtype=np.uint8)
+    column = 0
+    for field in fields:
+        field = np.frombuffer(field, dtype=np.uint8) if isinstance(field, bytes) else field
+        moves[:, column : column + field.shape[-1]] = field
+        column += field.shape[-1]
+    counts = afterstates.counts.cpu().numpy()
+    offsets = afterstates.offsets.cpu().numpy()
+    last = (offsets + counts - 1)[counts > 0]
+    moves[last, -len(_SEPARATOR):] = 0  # the last move of a line is followed by "]}"
+    lengths += len(_PLAY) + len(_POSITION_ID) + identities.shape[1] + len(_SEPARATOR) + end_lengths
+    lengths[last] -= len(_SEPARATOR)
+    text = moves.tobytes().translate(None, b"\0").decode("ascii")
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    starts, stops = bounds[offsets].tolist(), bounds[offsets + counts].tolist()
     lines = []
-    for request, offset, count in zip(requests, offsets, counts):
-        hand = "" if request.hand is None else f'"hand": [{request.hand[0]}, {request.hand[1]}], '
-        body = separator.join(moves[offset : offset + count]) + last if count else ""
-        lines.append(f'{{"position_id": "{request.position_id}", "dice": "{request.dice[0]}{request.dice[1]}", '
-                     f'{hand}"moves": [{body}]}}\n')
+    for position_id, roll, hand, start, stop in zip(position_ids, rolls, hands, starts, stops):
+        hand = "" if hand is None else f'"hand": [{hand[0]}, {hand[1]}], '
+        lines.append(f'{{"position_id": "{position_id}{_DICE_TEXTS[roll]}{hand}"moves": [{text[start:stop]}]}}\n')
     return lines
 
 
