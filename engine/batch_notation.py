@@ -42,87 +42,106 @@ def scalar_fallback_rows() -> int:
     return _scalar_rows
 
 
-def differences(board: torch.Tensor, afterstates) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(net int8[26, N], hits int64[N])``: each afterstate's change of the mover's checkers per node (off,
-    points, bar and hand), node-major, and a bit mask of the points where an opponent blot was hit (bit p
-    for point p). Node-major and narrow because reductions over the 26 nodes of a row-major tensor are
-    many times slower than the same reductions across rows."""
-    before = board.to(afterstates.boards.device).t().contiguous()[:, afterstates.position]
-    after = afterstates.boards.t().contiguous()
-    net = torch.empty(_NODES, after.shape[1], dtype=torch.int8, device=after.device)
-    net[1:25] = after[1:25].clamp(min=0) - before[1:25].clamp(min=0)
+def differences(board: torch.Tensor, afterstates) -> tuple[np.ndarray, np.ndarray]:
+    """``(net int8[26, N], hits int64[N])`` (numpy): each afterstate's change of the mover's checkers per
+    node (off, points, bar and hand), node-major, and a bit mask of the points where an opponent blot was
+    hit (bit p for point p). Node-major and narrow: every operation below runs on whole rows of N bytes
+    or integers (numpy: torch's int8 comparisons are many times slower on the CPU, measured)."""
+    position = afterstates.position.cpu().numpy()
+    before = np.ascontiguousarray(board.cpu().numpy().T).take(position, axis=1)
+    after = np.ascontiguousarray(afterstates.boards.cpu().numpy().T)
+    net = np.empty((_NODES, after.shape[1]), dtype=np.int8)
+    net[1:25] = _positive(after[1:25]) - _positive(before[1:25])
     net[25] = after[25] + after[26] - before[25] - before[26]
-    net[0] = -net[1:].sum(0, dtype=torch.int8)
-    hit = (before[1:25] == -1) & (after[1:25] != -1)
-    hits = torch.zeros(after.shape[1], dtype=torch.int64, device=after.device)
-    for point in range(1, 25):  # row by row: faster than one broadcast shift and sum
-        hits |= hit[point - 1].to(torch.int64) << point
+    net[0] = -net[1:].sum(0, dtype=np.int8)
+    hit = ((before[1:25] == -1) & (after[1:25] != -1)).view(np.uint8)
+    # Bit p for point p, eight points to a byte first (narrow shifts by constants are the fast ones).
+    hits = np.zeros(after.shape[1], dtype=np.int64)
+    for first in range(0, 24, 8):
+        byte = hit[first].copy()
+        for point in range(1, 8):
+            byte |= hit[first + point] << point
+        hits |= byte.astype(np.int64) << (first + 1)
     return net, hits
 
 
-def _bit(mask: torch.Tensor, node: torch.Tensor) -> torch.Tensor:
+def _positive(counts: np.ndarray) -> np.ndarray:
+    """``max(counts, 0)``: against an array of zeros, which numpy runs many times faster than against 0."""
+    return np.maximum(counts, np.zeros_like(counts))
+
+
+# 1 << k by k: numpy shifts by a column of amounts one element at a time, and looks a table up fast.
+_POWERS = np.left_shift(1, np.arange(63, dtype=np.int64))
+
+
+def _bit(mask: np.ndarray, node: np.ndarray) -> np.ndarray:
     """Whether ``node int64[N]`` is set in the per-row bit mask ``mask int64[N]``."""
-    return (mask >> node) & 1 == 1
+    return mask & _POWERS[node] != 0
 
 
-def _units_from_top(counts: torch.Tensor, top: int, units: int) -> tuple[list, list]:
-    """``(nodes, present)``, lists of ``units`` tensors ``int64[N]`` and ``bool[N]``: the node of the k-th
+def _units_from_top(counts: np.ndarray, top: int, units: int) -> tuple[list, list]:
+    """``(nodes, present)``, lists of ``units`` arrays ``int64[N]`` and ``bool[N]``: the node of the k-th
     unit of ``counts int8[top + 1, N]`` (nodes ``top`` down to 0, each repeated as often as it counts)."""
-    cumulative = counts.flip(0).cumsum(0, dtype=torch.int8)  # row i is node top - i (at most 4)
-    nodes = [(top - (cumulative <= rank).sum(0, dtype=torch.int8)).to(torch.int64) for rank in range(units)]
-    return nodes, [cumulative[-1] > rank for rank in range(units)]
+    cumulative = np.empty_like(counts)  # row i: the units of nodes top .. top - i (at most 4)
+    running = np.zeros(counts.shape[1], dtype=np.int8)
+    for row, node in enumerate(range(top, -1, -1)):
+        running = np.add(running, counts[node], out=cumulative[row])
+    nodes = [top - (cumulative <= rank).view(np.int8).sum(0, dtype=np.int8).astype(np.int64) for rank in range(units)]
+    return nodes, [running > rank for rank in range(units)]
 
 
-def _double_steps(net: torch.Tensor, die: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _double_steps(net: np.ndarray, die: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sources and destinations ``int64[4, N]`` (-1 past the last step) of doubles of ``die int64[N]``
     (``net``: ``int8[26, N]``): from the bar down, what arrives from p + d, less what stays at p, leaves p."""
-    leaving = torch.zeros(_NODES + 6, net.shape[1], dtype=torch.int8, device=net.device)  # past 25: 0
+    count = net.shape[1]
+    leaving = np.zeros((_NODES + 6) * count, dtype=np.int8)  # node-major, flat; past 25: 0
+    above = die * count + np.arange(count)  # where p + d is, less p * count
     for point in range(_BAR_NODE, 0, -1):
-        leaving[point] = leaving.gather(0, (point + die).unsqueeze(0)).squeeze(0) - net[point]
+        leaving[point * count : (point + 1) * count] = leaving[above + point * count] - net[point]
+    leaving = leaving.reshape(_NODES + 6, count)[: _BAR_NODE + 1]
     leaving[0] = 0
-    nodes, present = _units_from_top(leaving[: _BAR_NODE + 1], _BAR_NODE, _MAX_STEPS)
-    source = torch.stack([torch.where(here, node, _NONE) for node, here in zip(nodes, present)])
-    target = torch.where(source >= 0, (source - die).clamp(min=0), _NONE)
+    nodes, present = _units_from_top(leaving, _BAR_NODE, _MAX_STEPS)
+    source = np.stack([np.where(here, node, _NONE) for node, here in zip(nodes, present)])
+    target = np.where(source >= 0, np.maximum(source - die, 0), _NONE)
     return source, target
 
 
-def _fits(source: torch.Tensor, target: torch.Tensor, die: torch.Tensor) -> torch.Tensor:
-    return target == (source - die).clamp(min=0)
+def _fits(source: np.ndarray, target: np.ndarray, die: np.ndarray) -> np.ndarray:
+    return target == np.maximum(source - die, 0)
 
 
-def _two_die_steps(net, hits, dice) -> tuple[torch.Tensor, torch.Tensor]:
+def _two_die_steps(net, hits, dice) -> tuple[np.ndarray, np.ndarray]:
     """Sources and destinations ``int64[2, N]`` (-1 past the last step) of rolls of two different dice
     (``net``: ``int8[26, N]``, ``dice``: ``int64[2, N]``)."""
-    leaving = (-net).clamp(min=0)
+    leaving = _positive(-net)
     leaving[0] = 0
-    (start, second), _ = _units_from_top(leaving, _BAR_NODE, 2)
-    (end, far), _ = _units_from_top(net[:_BAR_NODE].clamp(min=0), _BAR_NODE - 1, 2)
-    movers = leaving.sum(0)
-    one, two = movers == 1, movers == 2
-    none = torch.full_like(start, _NONE)
+    (start, second), (one_or_more, two) = _units_from_top(leaving, _BAR_NODE, 2)
+    (end, far), _ = _units_from_top(_positive(net[:_BAR_NODE]), _BAR_NODE - 1, 2)
+    one = one_or_more & ~two
+    none = np.full_like(start, _NONE)
 
     # One node loses a checker: one checker moved, once or through s - d1 or s - d2 (written if hit).
     through = none
     for die in dice:  # only the path it took can hold a hit
         middle = start - die
-        passed = (middle > end) & (middle >= 1) & _bit(hits, middle.clamp(min=0))
-        through = torch.where(passed, middle, through)
+        passed = (middle > end) & (middle >= 1) & _bit(hits, np.maximum(middle, 0))
+        through = np.where(passed, middle, through)
     twice = one & (through >= 0)
 
     # Two nodes (or one node twice) lose a checker: one step each; the pairing is the one the dice fit.
     straight = (_fits(start, end, dice[0]) & _fits(second, far, dice[1])) | (
         _fits(start, end, dice[1]) & _fits(second, far, dice[0]))
-    first_target = torch.where(straight, end, far)
-    second_target = torch.where(straight, far, end)
+    first_target = np.where(straight, end, far)
+    second_target = np.where(straight, far, end)
     # Steps are written from the highest (source, destination) down.
     swap = (start == second) & (first_target < second_target)
-    first_target, second_target = (torch.where(swap, second_target, first_target),
-                                   torch.where(swap, first_target, second_target))
+    first_target, second_target = (np.where(swap, second_target, first_target),
+                                   np.where(swap, first_target, second_target))
 
-    source = torch.stack([torch.where(one | two, start, none),
-                          torch.where(two, second, torch.where(twice, through, none))])
-    target = torch.stack([torch.where(two, first_target, torch.where(twice, through, torch.where(one, end, none))),
-                          torch.where(two, second_target, torch.where(twice, end, none))])
+    source = np.stack([np.where(one_or_more, start, none),
+                       np.where(two, second, np.where(twice, through, none))])
+    target = np.stack([np.where(two, first_target, np.where(twice, through, np.where(one, end, none))),
+                       np.where(two, second_target, np.where(twice, end, none))])
     return source, target
 
 
@@ -136,66 +155,65 @@ def _pack_token(start, end, inner, inner_count, inner_marks, end_mark, count):
             + end_mark) * 8 + count
 
 
-def _tokens(source: torch.Tensor, target: torch.Tensor, hits: torch.Tensor) -> torch.Tensor:
+def _tokens(source: np.ndarray, target: np.ndarray, hits: np.ndarray) -> np.ndarray:
     """``int64[S, N]``: the tokens of each play of at most ``S`` steps (``source``, ``target``: ``int64[S, N]``,
-    -1 past the last step; ``hits``: a bit mask of the hit nodes per row) in written order, 0 past the last.
+    -1 past the last step; ``hits``: a bit mask of the hit nodes per row) in written order, 0 for none.
 
     gnubg's rules (see ``engine.notation``): each step, from the highest source down, continues the first
     path that ends where it starts, else starts a path; an intermediate point is kept only where a blot
     was hit; identical paths are written once with their count, in order of first appearance; a hit
-    point is marked ``*`` where it is first written. Paths are lists of ``int64[N]`` columns (column
-    writes into a matrix cost more than the arithmetic)."""
+    point is marked ``*`` where it is first written. Paths are lists of ``int64[N]`` rows."""
     steps, rows = source.shape
-    none = torch.full((rows,), _NONE, dtype=torch.int64, device=source.device)
-    zero = torch.zeros(rows, dtype=torch.int64, device=source.device)
+    none = np.full(rows, _NONE, dtype=np.int64)
+    zero = np.zeros(rows, dtype=np.int64)
     start, end, inner, inner_count = [], [], [], []
     for step in range(steps):
         origin, destination = source[step], target[step]
-        active = origin >= 0
-        kept = _bit(hits, origin.clamp(min=0))
-        unplaced = active
+        kept = _bit(hits, np.maximum(origin, 0))
+        unplaced = origin >= 0
         for path in range(step):  # the first path that ends where this step starts
             extend = unplaced & (end[path] == origin)
             unplaced = unplaced & ~extend
             keep = extend & kept
-            inner[path] = torch.where(keep, inner[path] * 32 + origin, inner[path])
+            inner[path] = np.where(keep, inner[path] * 32 + origin, inner[path])
             inner_count[path] = inner_count[path] + keep
-            end[path] = torch.where(extend, destination, end[path])
+            end[path] = np.where(extend, destination, end[path])
         # Otherwise a new path, in slot `step`: slots are in order of creation, and a slot whose step
         # continued a path stays empty and writes nothing.
-        start.append(torch.where(unplaced, origin, none))
-        end.append(torch.where(unplaced, destination, none))
+        start.append(np.where(unplaced, origin, none))
+        end.append(np.where(unplaced, destination, none))
         inner.append(zero)
         inner_count.append(zero)
 
     # Identical paths: counted at their first appearance.
     identity = [(first * 32 + last) << _INNER_BITS | points for first, last, points in zip(start, end, inner)]
-    count = [(first >= 0).to(torch.int64) for first in start]
+    count = [(first >= 0).astype(np.int64) for first in start]
     for later in range(1, steps):
         for earlier in range(later):
             same = (count[later] > 0) & (count[earlier] > 0) & (identity[earlier] == identity[later])
             count[earlier] = count[earlier] + same
-            count[later] = torch.where(same, 0, count[later])
+            count[later] = np.where(same, 0, count[later])
 
     # Marks where each hit point is first written: the kept points of each path, then its end.
     marked = zero
-    tokens = []
+    tokens = np.zeros((steps, rows), dtype=np.int64)
     for path in range(steps):
         written = count[path] > 0
         inner_marks = zero
-        for position in range(steps - 1):  # a path of k steps keeps at most k - 1 points
-            shift = (inner_count[path] - 1 - position).clamp(min=0) * 5
-            point = (inner[path] >> shift) & 31
+        for position in range(steps - 1 - path):  # the steps after its first can keep a point each
+            later = inner_count[path] - 1 - position  # kept points after this one (5 bits each)
+            points = inner[path]
+            point = np.where(later <= 0, points, np.where(later == 1, points >> 5, points >> 10)) & 31
             fresh = written & (inner_count[path] > position) & ~_bit(marked, point)  # kept points are hits
-            inner_marks = inner_marks | (fresh.to(torch.int64) << position)
-            marked = marked | (fresh.to(torch.int64) << point)
-        finish = end[path].clamp(min=0)
-        end_mark = (written & _bit(hits, finish) & ~_bit(marked, finish)).to(torch.int64)
-        marked = marked | (end_mark << finish)
-        token = _pack_token(start[path].clamp(min=0), finish, inner[path], inner_count[path], inner_marks,
+            inner_marks = inner_marks | (fresh.astype(np.int64) << position)
+            marked = marked | np.where(fresh, _POWERS[point], 0)
+        finish = np.maximum(end[path], 0)
+        end_mark = (written & _bit(hits, finish) & ~_bit(marked, finish)).astype(np.int64)
+        marked = marked | np.where(end_mark == 1, _POWERS[finish], 0)
+        token = _pack_token(np.maximum(start[path], 0), finish, inner[path], inner_count[path], inner_marks,
                             end_mark, count[path])
-        tokens.append(torch.where(written, token, 0))
-    return torch.stack(tokens)
+        tokens[path] = np.where(written, token, 0)
+    return tokens
 
 
 def _node_text(node: int) -> str:
@@ -308,13 +326,16 @@ def _numbered_words(tokens: np.ndarray) -> PlayWords:
     return PlayWords(number[ids], [texts[index] for index in order])
 
 
-def _compact(tokens: torch.Tensor) -> torch.Tensor:
-    """``tokens int64[S, N]`` with each column's tokens moved up, in order, over the empty slots (0)."""
-    present = tokens != 0
-    slot = torch.where(present, present.cumsum(0) - 1, tokens.shape[0])
-    compact = torch.zeros(tokens.shape[0] + 1, tokens.shape[1], dtype=tokens.dtype, device=tokens.device)
-    compact.scatter_(0, slot, tokens)
-    return compact[:-1]
+def _compact(tokens: np.ndarray) -> np.ndarray:
+    """``tokens int64[S, N]`` with each column's tokens moved up, in order, over the empty slots (0): a slot
+    whose step continued an earlier path, or whose path was counted in an earlier one, is empty."""
+    tokens = tokens.copy()
+    for _ in range(len(tokens) - 1):  # each pass moves every token at least one empty slot up
+        for slot in range(len(tokens) - 1):
+            up = (tokens[slot] == 0) & (tokens[slot + 1] != 0)
+            tokens[slot] = np.where(up, tokens[slot + 1], tokens[slot])
+            tokens[slot + 1] = np.where(up, 0, tokens[slot + 1])
+    return tokens
 
 
 def _words_of_strings(strings: list[str]) -> PlayWords:
@@ -339,17 +360,17 @@ def play_words(board, dice, afterstates, rules: Rules = STANDARD) -> PlayWords:
     if afterstates.total == 0:
         return PlayWords(np.zeros((1, 0), dtype=np.int64), [""])
     net, hits = differences(board, afterstates)
-    rolls = dice.to(net.device).t().to(torch.int64)[:, afterstates.position]  # [2, N]
+    rolls = np.ascontiguousarray(dice.cpu().numpy().T.astype(np.int64)).take(afterstates.position.cpu().numpy(), axis=1)
     doubles = rolls[0] == rolls[1]
-    slots = _MAX_STEPS if doubles.any() else 2
-    tokens = torch.zeros(slots, net.shape[1], dtype=torch.int64, device=net.device)
+    tokens = np.zeros((_MAX_STEPS if doubles.any() else 2, net.shape[1]), dtype=np.int64)
     if doubles.any():
-        rows = doubles.nonzero().squeeze(1)
-        tokens[:, rows] = _tokens(*_double_steps(net[:, rows], rolls[0, rows]), hits[rows])
+        rows = np.flatnonzero(doubles)
+        tokens[:, rows] = _compact(_tokens(*_double_steps(net[:, rows], rolls[0, rows]), hits[rows]))
     if not doubles.all():  # at most two steps: the loops over steps and paths stop at two
-        rows = (~doubles).nonzero().squeeze(1)
+        rows = np.flatnonzero(~doubles)
+        # Two steps leave no empty slot before a token: the first step starts the first path.
         tokens[:2, rows] = _tokens(*_two_die_steps(net[:, rows], hits[rows], rolls[:, rows]), hits[rows])
-    return _numbered_words(_compact(tokens).cpu().numpy())
+    return _numbered_words(tokens)
 
 
 def batch_play_notations(board, dice, afterstates, rules: Rules = STANDARD) -> list[str]:
