@@ -183,3 +183,11 @@ def test_play_order_sorts_by_position_words_and_extra_roll_in_one_key_or_many():
     assert np.array_equal(_play_order(position, words, extra_roll), expected)
     # Numbers too wide for one 62-bit key: a sort on each column, the same order.
     assert np.array_equal(_play_order(position, words << 30, extra_roll), expected)
+
+
+def test_lines_keep_their_numbers_across_batches_read_either_way(capsys, monkeypatch):
+    # Batch 1 (lines 1-2) holds a blank line and is read line by line; batch 2 (lines 3-4) is plain.
+    text = "4HPwATDgc/ABMA 31\n\n4HPwATDgc/ABMA 42\n4HPwATDgc/ABMB 31\n"
+    status, out, err = run_moves(capsys, ["--batch", "2"], text, monkeypatch)
+    assert status == 2 and len(out.splitlines()) == 1
+    assert err.startswith("bgtrain moves: error: line 4: position ID '4HPwATDgc/ABMB'")

@@ -25,8 +25,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -76,9 +78,10 @@ def _argument_lines(tokens: list[str]) -> Iterator[tuple[str, str]]:
         index += take
 
 
-def read_requests(items: list[str], stream: Iterable[str]) -> Iterator[Request]:
-    """The requests of the arguments or, with none, of the lines of ``stream``, one at a time."""
-    lines = _argument_lines(items) if items else ((f"line {n}", text) for n, text in enumerate(stream, 1))
+def read_requests(items: list[str], stream: Iterable[str], first_line: int = 1) -> Iterator[Request]:
+    """The requests of the arguments or, with none, of the lines of ``stream`` (numbered from
+    ``first_line``), one at a time."""
+    lines = _argument_lines(items) if items else ((f"line {n}", text) for n, text in enumerate(stream, first_line))
     for where, text in lines:
         fields = text.split()
         if len(fields) == 2 and (roll := _ROLLS.get(fields[1])) is not None:
@@ -88,7 +91,47 @@ def read_requests(items: list[str], stream: Iterable[str]) -> Iterator[Request]:
             yield request.position_id, request.dice, request.hand, where
 
 
-def _boards(position_ids: tuple[str, ...], hands: tuple, wheres: tuple[str, ...], rules: Rules) -> torch.Tensor:
+@dataclass(frozen=True)
+class RequestBatch:
+    """Up to ``--batch`` requests as columns: position IDs, rolls, checkers in hand (None for a line without),
+    and where each was written, for errors."""
+
+    position_ids: Sequence[str]
+    rolls: Sequence[tuple[int, int]]
+    hands: Sequence[tuple[int, int] | None]
+    wheres: Sequence[str]
+
+    @classmethod
+    def of(cls, requests: list[Request]) -> RequestBatch:
+        return cls(*zip(*requests))
+
+
+# A line as the bench and most tools write it, "<14 characters> <two dice>": a batch of only such lines is
+# read by one regular expression; any other batch line by line (``read_requests``), with the same answers.
+_PLAIN_LINE = re.compile(r"^(\S{14}) ([1-6][1-6])$", re.MULTILINE)
+
+
+def read_batches(items: list[str], stream: Iterable[str], size: int) -> Iterator[RequestBatch]:
+    """The requests of ``read_requests(items, stream)``, ``size`` lines at a time (fewer where lines are
+    blank)."""
+    if items:
+        requests = read_requests(items, ())
+        while batch := list(itertools.islice(requests, size)):
+            yield RequestBatch.of(batch)
+        return
+    stream, first_line = iter(stream), 1
+    while lines := list(itertools.islice(stream, size)):
+        matches = _PLAIN_LINE.findall("".join(lines))
+        if len(matches) == len(lines):  # one match a line at most, so every line is plain
+            position_ids, dice = zip(*matches)
+            yield RequestBatch(position_ids, list(map(_ROLLS.__getitem__, dice)), [None] * len(lines),
+                               [f"line {number}" for number in range(first_line, first_line + len(lines))])
+        elif requests := list(read_requests([], lines, first_line)):
+            yield RequestBatch.of(requests)
+        first_line += len(lines)
+
+
+def _boards(position_ids: Sequence[str], hands: Sequence, wheres: Sequence[str], rules: Rules) -> torch.Tensor:
     """``int8[B, 28]``: the decoded positions, checkers in hand put in. A batch with a bad field is decoded
     again one line at a time, which names the line."""
     try:
@@ -126,6 +169,7 @@ def _play_order(position: np.ndarray, words: np.ndarray, extra_roll: np.ndarray 
 
 _PLAY = b'{"play": "'
 _POSITION_ID = b'", "position_id": "'
+_END = b'"}'
 _SEPARATOR = b", "
 
 
@@ -150,7 +194,7 @@ def _move_ends(boards: np.ndarray, extra_roll: np.ndarray | None, rules: Rules) 
     return table[code], np.array(list(map(len, texts)), dtype=np.int64)[code]
 
 
-def answer_batch(requests: list[Request], rules: Rules) -> list[str]:
+def answer_batch(batch: RequestBatch, rules: Rules) -> list[str]:
     """The JSON line of each request, from one batched move generation and one batched notation.
 
     The lines are the text ``json.dumps`` writes for ``{"position_id", "dice", ["hand",] "moves"}``, each
@@ -159,8 +203,8 @@ def answer_batch(requests: list[Request], rules: Rules) -> list[str]:
     moves of the batch are the rows of one byte matrix, field by field (fields of varying length are
     padded with NUL bytes, deleted at the end); only the start of each line is written per line. Tested
     byte for byte against ``json.dumps``."""
-    position_ids, rolls, hands, wheres = zip(*requests)
-    board = _boards(position_ids, hands, wheres, rules)
+    position_ids, rolls, hands = batch.position_ids, batch.rolls, batch.hands
+    board = _boards(position_ids, hands, batch.wheres, rules)
     dice = torch.tensor(rolls, dtype=torch.int8)
     afterstates = legal_afterstates(board, dice, rules)
     words = play_words(board, dice, afterstates, rules)
@@ -169,7 +213,11 @@ def answer_batch(requests: list[Request], rules: Rules) -> list[str]:
     boards = afterstates.boards.cpu()
     # The IDs hold the checkers on the board and the bar; "in_hand" holds the rest.
     identities = position_id_characters(boards)[order]
-    ends, end_lengths = _move_ends(boards.numpy()[order], None if extra_roll is None else extra_roll[order], rules)
+    if rules.start_in_hand or rules.acey_deucey:
+        extra_roll = None if extra_roll is None else extra_roll[order]
+        ends, end_lengths = _move_ends(boards.numpy()[order], extra_roll, rules)
+    else:
+        ends, end_lengths = _END, len(_END)
     blocks, lengths = words.fields(order)
     fields = [_PLAY, *blocks, _POSITION_ID, identities, ends, _SEPARATOR]
     width = sum(len(field) if isinstance(field, bytes) else field.shape[1] for field in fields)
@@ -201,9 +249,8 @@ def run(args: argparse.Namespace) -> int:
     previous = None if ENVIRONMENT_VARIABLE in os.environ else set_mode("never")
     try:
         rules = get_rules(args.variant)
-        requests = read_requests(args.items, sys.stdin)
         out = sys.stdout
-        while batch := list(itertools.islice(requests, args.batch)):
+        for batch in read_batches(args.items, sys.stdin, args.batch):
             out.writelines(answer_batch(batch, rules))
             out.flush()
         return 0
