@@ -363,13 +363,16 @@ def play_words(board, dice, afterstates, rules: Rules = STANDARD) -> PlayWords:
     rolls = np.ascontiguousarray(dice.cpu().numpy().T.astype(np.int64)).take(afterstates.position.cpu().numpy(), axis=1)
     doubles = rolls[0] == rolls[1]
     tokens = np.zeros((_MAX_STEPS if doubles.any() else 2, net.shape[1]), dtype=np.int64)
+    # Columns by ``take``: ``net[:, rows]`` is laid out column-major, and every row operation on it strided.
     if doubles.any():
         rows = np.flatnonzero(doubles)
-        tokens[:, rows] = _compact(_tokens(*_double_steps(net[:, rows], rolls[0, rows]), hits[rows]))
+        steps = _double_steps(net.take(rows, axis=1), rolls[0, rows])
+        tokens[:, rows] = _compact(_tokens(*steps, hits[rows]))
     if not doubles.all():  # at most two steps: the loops over steps and paths stop at two
         rows = np.flatnonzero(~doubles)
+        steps = _two_die_steps(net.take(rows, axis=1), hits[rows], rolls.take(rows, axis=1))
         # Two steps leave no empty slot before a token: the first step starts the first path.
-        tokens[:2, rows] = _tokens(*_two_die_steps(net[:, rows], hits[rows], rolls[:, rows]), hits[rows])
+        tokens[:2, rows] = _tokens(*steps, hits[rows])
     return _numbered_words(tokens)
 
 
