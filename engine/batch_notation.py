@@ -280,13 +280,12 @@ class PlayWords:
         texts = [text.encode("ascii") for text in self.texts[1:]]
         return _padded_table([NO_MOVE.encode("ascii"), *texts]), _padded_table([b"", *(b" " + text for text in texts)])
 
-    def fields(self, order: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        """``(blocks, lengths int64[len(order)])``: the notation of the rows ``order`` as ``uint8[len(order),
-        w]`` blocks of ASCII, one per word (after a space from the second on), each padded with NUL bytes to
-        its own width, and the length of each row's notation. The blocks side by side, with the NUL bytes
-        deleted, are the strings of ``strings()``."""
+    def fields(self, order: np.ndarray) -> list[np.ndarray]:
+        """The notation of the rows ``order`` as ``uint8[len(order), w]`` blocks of ASCII, one per word (after
+        a space from the second on), each padded with NUL bytes to its own width: the blocks side by side,
+        with the NUL bytes deleted, are the strings of ``strings()``."""
         first, later = self._tables()
-        blocks, lengths = [], np.zeros(len(order), dtype=np.int64)
+        blocks = []
         for slot, words in enumerate(self.words):
             table, table_lengths = first if slot == 0 else later
             words = words[order]
@@ -295,8 +294,7 @@ class PlayWords:
             width = int(table_lengths[present].max(initial=0))
             if width:  # a slot no row uses writes nothing
                 blocks.append(table[:, :width][words])
-                lengths += table_lengths[words]
-        return blocks, lengths
+        return blocks
 
 
 def _padded_table(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:

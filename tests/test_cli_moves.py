@@ -191,3 +191,16 @@ def test_lines_keep_their_numbers_across_batches_read_either_way(capsys, monkeyp
     status, out, err = run_moves(capsys, ["--batch", "2"], text, monkeypatch)
     assert status == 2 and len(out.splitlines()) == 1
     assert err.startswith("bgtrain moves: error: line 4: position ID '4HPwATDgc/ABMB'")
+
+
+def test_lines_with_and_without_checkers_in_hand_in_one_batch(capsys, monkeypatch):
+    # Dutch: the start (all 15 in hand each), then positions with 12 and 3 in hand, and an ID without the
+    # field (every checker not on the board borne off): the line starts are written in bulk, each its own.
+    rules = get_rules("dutch")
+    on_board, _ = split_checkers_in_hand(rules.start_board().tolist())
+    position_id = encode_position_id(on_board)
+    lines = [f"{position_id} 31 hand=15,15", f"{position_id} 66 hand=12,3", "4HPwATDgc/ABMA 42",
+             f"{position_id} 21 hand=0,9"]
+    status, out, _ = run_moves(capsys, ["--variant", "dutch"], "\n".join(lines) + "\n", monkeypatch)
+    assert status == 0
+    assert out.splitlines(keepends=True) == [reference_line(line, "dutch") for line in lines]

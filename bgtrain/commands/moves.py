@@ -57,7 +57,6 @@ Request = tuple[str, tuple[int, int], "tuple[int, int] | None", str]
 # ID and one of these is read without the parser (the ID is checked when it is decoded).
 _ROLLS = {f"{first}{separator}{second}": (first, second)
           for first in range(1, 7) for second in range(1, 7) for separator in ("", "-")}
-_DICE_TEXTS = {roll: f'", "dice": "{roll[0]}{roll[1]}", ' for roll in _ROLLS.values()}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,12 +169,46 @@ def _play_order(position: np.ndarray, words: np.ndarray, extra_roll: np.ndarray 
 _PLAY = b'{"play": "'
 _POSITION_ID = b'", "position_id": "'
 _END = b'"}'
-_SEPARATOR = b", "
+_SEPARATOR = b", \0"  # after every move but a line's last, which ends the line
+_LINE_END = b"]}\n"
 
 
-def _move_ends(boards: np.ndarray, extra_roll: np.ndarray | None, rules: Rules) -> tuple[np.ndarray, np.ndarray]:
-    """``(uint8[N, w], lengths int64[N])``: how each move ends after its position ID: ``"}``, or with its
-    checkers in hand and extra roll for the variants that have them, NUL-padded."""
+def _byte_rows(fields: list, count: int) -> np.ndarray:
+    """``uint8[count, w]``: the fields side by side, each a constant (``bytes``) or ``uint8[count, w_k]``."""
+    fields = [np.frombuffer(field, dtype=np.uint8) if isinstance(field, bytes) else field for field in fields]
+    rows = np.zeros((count, sum(field.shape[-1] for field in fields)), dtype=np.uint8)
+    column = 0
+    for field in fields:
+        rows[:, column : column + field.shape[-1]] = field
+        column += field.shape[-1]
+    return rows
+
+
+def _digits(counts: np.ndarray) -> np.ndarray:
+    """``uint8[N, 2]``: each count below 100 in decimal ASCII, a NUL for the tens of one below 10."""
+    return np.stack([np.where(counts >= 10, ord("0") + counts // 10, 0), ord("0") + counts % 10], 1).astype(np.uint8)
+
+
+def _line_starts(batch: RequestBatch, counts: np.ndarray) -> np.ndarray:
+    """``uint8[B, w]``: each line up to its first move, ``{"position_id": "…", "dice": "31", ["hand": [M, O],
+    ]"moves": [``, and ``]}`` and the newline for a line without moves. NUL-padded."""
+    count = len(batch.position_ids)
+    ids = np.frombuffer("".join(batch.position_ids).encode("ascii"), dtype=np.uint8).reshape(count, -1)
+    fields = [b'{"position_id": "', ids, b'", "dice": "', np.array(batch.rolls, dtype=np.uint8) + ord("0"), b'", ']
+    holding = np.array([hand is not None for hand in batch.hands])
+    if holding.any():
+        hands = np.array([hand or (0, 0) for hand in batch.hands], dtype=np.int64)
+        hand = _byte_rows([b'"hand": [', _digits(hands[:, 0]), b", ", _digits(hands[:, 1]), b"], "], count)
+        hand[~holding] = 0
+        fields.append(hand)
+    ends = np.zeros((count, len(_LINE_END)), dtype=np.uint8)
+    ends[counts == 0] = np.frombuffer(_LINE_END, dtype=np.uint8)
+    return _byte_rows([*fields, b'"moves": [', ends], count)
+
+
+def _move_ends(boards: np.ndarray, extra_roll: np.ndarray | None, rules: Rules) -> np.ndarray:
+    """``uint8[N, w]``: how each move ends after its position ID: ``"}``, with its checkers in hand and extra
+    roll before the brace in the variants that have them, NUL-padded."""
     hand = np.zeros((len(boards), 2), dtype=np.int64)
     if rules.start_in_hand:
         hand = np.stack([boards[:, 26], -boards[:, 27]], 1).astype(np.int64)  # at most 15 each
@@ -191,21 +224,20 @@ def _move_ends(boards: np.ndarray, extra_roll: np.ndarray | None, rules: Rules) 
         texts[value] = f'"{in_hand}{roll}}}'.encode("ascii")
     width = max(map(len, texts))
     table = np.frombuffer(b"".join(text.ljust(width, b"\0") for text in texts), dtype=np.uint8).reshape(-1, width)
-    return table[code], np.array(list(map(len, texts)), dtype=np.int64)[code]
+    return table[code]
 
 
-def answer_batch(batch: RequestBatch, rules: Rules) -> list[str]:
-    """The JSON line of each request, from one batched move generation and one batched notation.
+def answer_batch(batch: RequestBatch, rules: Rules) -> str:
+    """The JSON lines of the requests, from one batched move generation and one batched notation.
 
     The lines are the text ``json.dumps`` writes for ``{"position_id", "dice", ["hand",] "moves"}``, each
     move ``{"play", "position_id"[, "in_hand"][, "extra_roll"]}``, sorted by play (then extra roll), but
-    written in bulk: every string in them is a position ID or a notation, which JSON writes as is. The
-    moves of the batch are the rows of one byte matrix, field by field (fields of varying length are
-    padded with NUL bytes, deleted at the end); only the start of each line is written per line. Tested
-    byte for byte against ``json.dumps``."""
-    position_ids, rolls, hands = batch.position_ids, batch.rolls, batch.hands
-    board = _boards(position_ids, hands, batch.wheres, rules)
-    dice = torch.tensor(rolls, dtype=torch.int8)
+    written in bulk: every string in them is a position ID or a notation, which JSON writes as is. Each
+    move is a row of one byte matrix, written field by field for the whole batch, and each line's start a
+    row before its moves; fields of varying length are padded with NUL bytes, deleted once at the end.
+    Tested byte for byte against ``json.dumps``."""
+    board = _boards(batch.position_ids, batch.hands, batch.wheres, rules)
+    dice = torch.tensor(batch.rolls, dtype=torch.int8)
     afterstates = legal_afterstates(board, dice, rules)
     words = play_words(board, dice, afterstates, rules)
     extra_roll = afterstates.extra_roll.cpu().numpy() if rules.acey_deucey else None
@@ -214,33 +246,17 @@ def answer_batch(batch: RequestBatch, rules: Rules) -> list[str]:
     # The IDs hold the checkers on the board and the bar; "in_hand" holds the rest.
     identities = position_id_characters(boards)[order]
     if rules.start_in_hand or rules.acey_deucey:
-        extra_roll = None if extra_roll is None else extra_roll[order]
-        ends, end_lengths = _move_ends(boards.numpy()[order], extra_roll, rules)
+        ends = _move_ends(boards.numpy()[order], None if extra_roll is None else extra_roll[order], rules)
     else:
-        ends, end_lengths = _END, len(_END)
-    blocks, lengths = words.fields(order)
-    fields = [_PLAY, *blocks, _POSITION_ID, identities, ends, _SEPARATOR]
-    width = sum(len(field) if isinstance(field, bytes) else field.shape[1] for field in fields)
-    moves = np.zeros((len(order), width), dtype=np.uint8)
-    column = 0
-    for field in fields:
-        field = np.frombuffer(field, dtype=np.uint8) if isinstance(field, bytes) else field
-        moves[:, column : column + field.shape[-1]] = field
-        column += field.shape[-1]
-    counts = afterstates.counts.cpu().numpy()
-    offsets = afterstates.offsets.cpu().numpy()
-    last = (offsets + counts - 1)[counts > 0]
-    moves[last, -len(_SEPARATOR):] = 0  # the last move of a line is followed by "]}"
-    lengths += len(_PLAY) + len(_POSITION_ID) + identities.shape[1] + len(_SEPARATOR) + end_lengths
-    lengths[last] -= len(_SEPARATOR)
-    text = moves.tobytes().translate(None, b"\0").decode("ascii")
-    bounds = np.concatenate([[0], np.cumsum(lengths)])
-    starts, stops = bounds[offsets].tolist(), bounds[offsets + counts].tolist()
-    lines = []
-    for position_id, roll, hand, start, stop in zip(position_ids, rolls, hands, starts, stops):
-        hand = "" if hand is None else f'"hand": [{hand[0]}, {hand[1]}], '
-        lines.append(f'{{"position_id": "{position_id}{_DICE_TEXTS[roll]}{hand}"moves": [{text[start:stop]}]}}\n')
-    return lines
+        ends = _END
+    counts, offsets = afterstates.counts.cpu().numpy(), afterstates.offsets.cpu().numpy()
+    moves = _byte_rows([_PLAY, *words.fields(order), _POSITION_ID, identities, ends, _SEPARATOR], len(order))
+    moves[(offsets + counts - 1)[counts > 0], -len(_LINE_END):] = np.frombuffer(_LINE_END, dtype=np.uint8)
+    starts = _line_starts(batch, counts)
+    width = max(moves.shape[1], starts.shape[1])
+    moves = np.pad(moves, ((0, 0), (0, width - moves.shape[1])))
+    lines = np.insert(moves, offsets, np.pad(starts, ((0, 0), (0, width - starts.shape[1]))), axis=0)
+    return lines.tobytes().translate(None, b"\0").decode("ascii")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -251,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         rules = get_rules(args.variant)
         out = sys.stdout
         for batch in read_batches(args.items, sys.stdin, args.batch):
-            out.writelines(answer_batch(batch, rules))
+            out.write(answer_batch(batch, rules))
             out.flush()
         return 0
     finally:
