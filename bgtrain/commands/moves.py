@@ -23,6 +23,7 @@ When the reader stops early (``bgtrain moves < big.txt | head``) the command sto
 from __future__ import annotations
 
 import argparse
+import ctypes
 import itertools
 import os
 import re
@@ -259,12 +260,31 @@ def answer_batch(batch: RequestBatch, rules: Rules) -> str:
     return lines.tobytes().translate(None, b"\0").decode("ascii")
 
 
+# glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+
+def _reuse_freed_memory() -> None:
+    """Let glibc's malloc keep freed blocks of up to 32 MB for reuse rather than give them back to the
+    system: each batch allocates arrays of megabytes, and fresh pages cost a fault each (measured, 100,000
+    lines: 200,000 page faults and 10 % more time, 60,000 with this). Memory stays bounded: each batch
+    reuses what the last one freed. Nothing happens without glibc."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # the largest glibc accepts on 64-bit systems
+    mallopt(_M_TRIM_THRESHOLD, 256 << 20)
+
+
 def run(args: argparse.Namespace) -> int:
     # Compiling the move generator costs seconds and saves a fraction of a second per 100,000 lines:
     # unless BGTRAIN_COMPILE asks for it, this command runs op by op (and leaves the mode as it found it).
     previous = None if ENVIRONMENT_VARIABLE in os.environ else set_mode("never")
     try:
         rules = get_rules(args.variant)
+        _reuse_freed_memory()
         out = sys.stdout
         for batch in read_batches(args.items, sys.stdin, args.batch):
             out.write(answer_batch(batch, rules))
