@@ -1,4 +1,4 @@
-"""Move notation for whole batches of afterstates, on tensors: the strings of ``engine.notation``'s
+"""Move notation for whole batches of afterstates, on arrays: the strings of ``engine.notation``'s
 ``play_notation`` (gnubg's ``FormatMove`` conventions, described there), without the scalar search.
 
 The notation of a play is a function of its *difference* alone: the net change of the mover's checkers
@@ -13,11 +13,13 @@ enter alike), the points where an opponent blot disappeared (the hits), and the 
   which).
 
 From the steps (at most four, sorted from the highest source down) the paths, their counts and the
-``*`` marks follow gnubg's rules, all in fixed loops of tensor operations over the batch; each path
-becomes one integer *token* (its points, marks and count), and Python joins the cached text of each
-distinct row's tokens once. Tested string for string against ``engine.notation.scalar_play_notations``
-on every variant. Acey-deucey turns mix dice values (the 1-2, then a chosen double) and keep the scalar
-search.
+``*`` marks follow gnubg's rules, all in fixed loops of numpy operations on node-major rows over the
+batch (numpy rather than torch: at these sizes torch's int8 comparisons and column indexing cost many
+times more on the CPU, measured); each path becomes one integer *token* (its points, marks and count).
+``PlayWords`` numbers the batch's distinct tokens in the order of their text, which sorts plays as their
+strings and writes them as bytes in bulk (``bgtrain moves``) without a Python string per play. Tested
+string for string against ``engine.notation.scalar_play_notations`` on every variant. Acey-deucey turns
+mix dice values (the 1-2, then a chosen double) and keep the scalar search.
 """
 
 from __future__ import annotations
