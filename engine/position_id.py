@@ -226,47 +226,62 @@ def split_checkers_in_hand(board: Sequence[int] | torch.Tensor) -> tuple[list[in
     return values, hand
 
 
-def _half_keys(runs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _powers_of_two(exponents: np.ndarray) -> np.ndarray:
+    """``2.0 ** exponents`` (float64, exact) for ``0 <= exponents <= 1023``, written as the bits of the
+    float: shifts by a constant run many times faster in numpy than ``1 << exponents``, a shift by a
+    column of amounts."""
+    return ((exponents.astype(np.int64) + 1023) << 52).view(np.float64)
+
+
+def _half_keys(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(key int64[2, N], bits int64[2, N])``: the bits of each side's 25 places (``runs int8[2, 25, N]``):
     at most 15 1-bits and 25 0-bits, so 40 bits fit one integer.
 
-    Place j closes with a 0-bit at ``ends[j] - 1`` (``ends``: the running count of bits), and every bit
-    below the last one is a 1-bit but those: ``2**(ends[24] - 1) - 1 - sum(2**(ends[j] - 1), j < 24)``.
-    The running counts are int8 (at most 40) and the powers are summed place by place: int64 tensors of
-    all 25 places are 8 times larger, and writing fresh memory of that size costs more than the arithmetic."""
-    ends = runs.cumsum(1, dtype=torch.int8)
-    ends += torch.arange(1, PLACES_PER_SIDE + 1, dtype=torch.int8).view(1, -1, 1)
-    last = ends[:, -1].to(torch.int64)
-    key = (1 << (last - 1)) - 1
+    Place j closes with a 0-bit at ``z[j]`` (the running count of bits, less one), and every bit below the
+    last one is a 1-bit but those: ``2**z[24] - 1 - sum(2**z[j], j < 24)``. Summed in float64, which holds
+    every integer below 2**53 exactly; ``z`` is int8 (at most 39)."""
+    zero_bit = np.full(runs.shape[::2], -1, dtype=np.int8)
+    others = np.zeros(zero_bit.shape, dtype=np.float64)
     for place in range(PLACES_PER_SIDE - 1):
-        key -= 1 << (ends[:, place].to(torch.int64) - 1)
-    return key, last
+        zero_bit += runs[:, place] + 1
+        others += _powers_of_two(zero_bit)
+    zero_bit += runs[:, PLACES_PER_SIDE - 1] + 1
+    key = _powers_of_two(zero_bit) - 1 - others
+    return key.astype(np.int64), zero_bit.astype(np.int64) + 1
 
 
 def encode_position_ids(boards: torch.Tensor) -> list[str]:
-    """``encode_position_id`` of every row of ``int8[N, 28]`` at once (tensor operations, one Base64 call),
+    """``encode_position_id`` of every row of ``int8[N, 28]`` at once (array operations, one Base64 call),
     for boards the engine produced: checkers in hand are left out (``split_checkers_in_hand``), nothing
     else is checked. Tested against the scalar encoder."""
+    text = position_id_characters(boards).tobytes().decode("ascii")
+    return [text[start : start + POSITION_ID_LENGTH] for start in range(0, len(text), POSITION_ID_LENGTH)]
+
+
+def position_id_characters(boards: torch.Tensor) -> np.ndarray:
+    """``uint8[N, 14]``: the ASCII characters of ``encode_position_ids(boards)``, for writing in bulk."""
     count = boards.shape[0]
     if count == 0:
-        return []
-    values = boards[:, :26].cpu().t().contiguous()  # node-major: the sums over places run across rows
+        return np.zeros((0, POSITION_ID_LENGTH), dtype=np.uint8)
+    values = np.ascontiguousarray(boards[:, :26].cpu().numpy().T)  # node-major: each place is one row
     # Key order: the opponent's places (its point q is the mover's 25 - q, its bar index 0), then the mover's.
-    runs = torch.empty(2, PLACES_PER_SIDE, count, dtype=torch.int8)
-    runs[0, :24] = (-values[1:25].flip(0)).clamp(min=0)
-    runs[0, 24] = (-values[OPPONENT_BAR]).clamp(min=0)
-    runs[1] = values[1:26].clamp(min=0)
-    (low, high_half), (shift, _) = _half_keys(runs)
+    # max(x, 0) against an array of zeros: numpy runs it many times faster than against the number 0.
+    zero = np.zeros((PLACES_PER_SIDE, count), dtype=np.int8)
+    runs = np.empty((2, PLACES_PER_SIDE, count), dtype=np.int8)
+    runs[0, :24] = np.maximum(-values[24:0:-1], zero[:24])
+    runs[0, 24] = np.maximum(-values[OPPONENT_BAR], zero[0])
+    runs[1] = np.maximum(values[1:26], zero)
+    (opponent, mover), (shift, _) = _half_keys(runs)
     # The 80-bit key as its 64 low bits (wrapping, two's complement) and 16 high bits; shift <= 40.
-    low = low | (high_half << shift)
-    high = high_half >> (64 - shift)
+    low = opponent + mover * (1 << shift)
+    high = mover >> (64 - shift)
     # Two zero bytes per row make it 12 bytes, a whole number of Base64 groups: row i is then characters
     # 16i .. 16i + 13 of one encoding, the same as gnubg's 14 characters of the 10 bytes.
     key = np.zeros((count, POSITION_KEY_BYTES + 2), dtype=np.uint8)
-    key[:, :8] = low.numpy().astype("<i8").view(np.uint8).reshape(count, 8)
-    key[:, 8:10] = high.numpy().astype("<u2").view(np.uint8).reshape(count, 2)
-    text = base64.b64encode(key.tobytes()).decode("ascii")
-    return [text[start : start + POSITION_ID_LENGTH] for start in range(0, 16 * count, 16)]
+    key[:, :8] = low.astype("<i8").view(np.uint8).reshape(count, 8)
+    key[:, 8:10] = high.astype("<u2").view(np.uint8).reshape(count, 2)
+    text = np.frombuffer(base64.b64encode(key.tobytes()), dtype=np.uint8)
+    return text.reshape(count, 16)[:, :POSITION_ID_LENGTH]
 
 
 _BASE64_CHARACTERS = re.compile(f"[{re.escape(BASE64_ALPHABET)}]*")

@@ -1,6 +1,6 @@
 """`bgtrain moves` throughput: JSON lines per second over random reachable positions, end to end.
 
-    python scripts/bench_moves.py [--lines 20000] [--repeats 3] [--variant backgammon] [--threads 1]
+    python scripts/bench_moves.py [--lines 200000] [--repeats 3] [--variant backgammon] [--threads 1]
                                   [--compare OTHER_CHECKOUT]
 
 Writes ``--lines`` input lines (``<position-id> <dice>`` of seeded random-play positions, all
@@ -9,7 +9,8 @@ different) to a file, runs ``python -m bgtrain.cli moves`` on it ``--repeats`` t
 peak memory of the process, and a checksum of the output (it changes if and only if the moves or
 their notation change). It also times the command on empty input (starting Python and importing torch,
 about 1.5 s here) and prints the rate without that start-up, the rate a long stream runs at, and the same
-in CPU seconds (which other jobs on a shared machine do not inflate).
+in CPU seconds (which other jobs on a shared machine do not inflate). The default of 200,000 lines is the
+size of the probe in issue 18 (writing them takes about half a minute: random play, scalar encoder).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def run_once(source: Path, variant: str, threads: int, root: Path = ROOT) -> tup
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lines", type=int, default=20000)
+    parser.add_argument("--lines", type=int, default=200000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--variant", default="backgammon")
     parser.add_argument("--threads", type=int, default=1)

@@ -1,10 +1,11 @@
 """The batched notation (from each afterstate's difference with its parent) against the scalar search,
 string for string, on random reachable positions and rolls of every variant."""
 
+import numpy as np
 import pytest
 import torch
 
-from engine.batch_notation import batch_play_notations, scalar_fallback_rows
+from engine.batch_notation import batch_play_notations, play_words, scalar_fallback_rows
 from engine.movegen import legal_afterstates
 from engine.notation import NO_MOVE, scalar_play_notations
 from engine.random_play import sample_positions
@@ -65,3 +66,22 @@ def test_no_move_is_written_as_such():
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_difference_notation_equals_the_scalar_search_on_thousands(variant):
     _compare(variant, 3000 if not get_rules(variant).acey_deucey else 60, seed=29)
+
+
+@pytest.mark.parametrize("variant", DIFFERENCE_VARIANTS)
+def test_play_words_write_their_strings_as_bytes_and_sort_as_them(variant):
+    # The fields (NUL-padded blocks written in bulk by `bgtrain moves`) are the strings once the NUL bytes
+    # go, in any row order; comparing rows number by number orders them as their strings. (Acey-deucey's
+    # words, the scalar search's strings split, are checked byte for byte in tests/test_cli_moves.py.)
+    rules = get_rules(variant)
+    board, dice = sample_positions(25, 5, rules, games=16, turns=50)
+    afterstates = legal_afterstates(board, dice, rules)
+    words = play_words(board, dice, afterstates, rules)
+    strings = words.strings()
+    assert strings == scalar_play_notations(board, dice, afterstates, rules)
+    order = np.random.default_rng(3).permutation(len(strings))
+    written = np.concatenate(words.fields(order), axis=1)
+    texts = [row.tobytes().replace(b"\0", b"").decode("ascii") for row in written]
+    assert texts == [strings[row] for row in order]
+    by_words = sorted(range(len(strings)), key=lambda row: tuple(words.words[:, row].tolist()))
+    assert [strings[row] for row in by_words] == sorted(strings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -161,3 +162,45 @@ def test_moves_runs_op_by_op_and_leaves_the_compile_mode_as_it_was(capsys, monke
         assert seen == ["never"] and kernels._mode == "auto"
     finally:
         kernels.set_mode(previous)
+
+
+def test_lines_the_fast_reader_leaves_to_the_parser_give_the_same_answers(capsys, monkeypatch):
+    # "3-1", "31" and the parser's other spellings of a roll ("3--1"), spaces around: one answer.
+    lines = ["4HPwATDgc/ABMA 31", "  4HPwATDgc/ABMA   3-1 ", "4HPwATDgc/ABMA 3--1", "", "4HPwATDgc/ABMA -31"]
+    status, out, _ = run_moves(capsys, [], "\n".join(lines) + "\n", monkeypatch)
+    assert status == 0
+    assert out.splitlines() == [reference_line("4HPwATDgc/ABMA 31", "backgammon").rstrip("\n")] * 4
+
+
+def test_play_order_sorts_by_position_words_and_extra_roll_in_one_key_or_many():
+    from bgtrain.commands.moves import _play_order
+
+    generator = np.random.default_rng(8)
+    position = np.sort(generator.integers(0, 50, 2000))
+    words = generator.integers(0, 6, (3, 2000))
+    extra_roll = generator.integers(0, 2, 2000).astype(bool)
+    expected = np.lexsort((extra_roll, *words[::-1], position))
+    assert np.array_equal(_play_order(position, words, extra_roll), expected)
+    # Numbers too wide for one 62-bit key: a sort on each column, the same order.
+    assert np.array_equal(_play_order(position, words << 30, extra_roll), expected)
+
+
+def test_lines_keep_their_numbers_across_batches_read_either_way(capsys, monkeypatch):
+    # Batch 1 (lines 1-2) holds a blank line and is read line by line; batch 2 (lines 3-4) is plain.
+    text = "4HPwATDgc/ABMA 31\n\n4HPwATDgc/ABMA 42\n4HPwATDgc/ABMB 31\n"
+    status, out, err = run_moves(capsys, ["--batch", "2"], text, monkeypatch)
+    assert status == 2 and len(out.splitlines()) == 1
+    assert err.startswith("bgtrain moves: error: line 4: position ID '4HPwATDgc/ABMB'")
+
+
+def test_lines_with_and_without_checkers_in_hand_in_one_batch(capsys, monkeypatch):
+    # Dutch: the start (all 15 in hand each), then positions with 12 and 3 in hand, and an ID without the
+    # field (every checker not on the board borne off): the line starts are written in bulk, each its own.
+    rules = get_rules("dutch")
+    on_board, _ = split_checkers_in_hand(rules.start_board().tolist())
+    position_id = encode_position_id(on_board)
+    lines = [f"{position_id} 31 hand=15,15", f"{position_id} 66 hand=12,3", "4HPwATDgc/ABMA 42",
+             f"{position_id} 21 hand=0,9"]
+    status, out, _ = run_moves(capsys, ["--variant", "dutch"], "\n".join(lines) + "\n", monkeypatch)
+    assert status == 0
+    assert out.splitlines(keepends=True) == [reference_line(line, "dutch") for line in lines]
