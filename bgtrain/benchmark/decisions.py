@@ -44,7 +44,8 @@ SELF_PLAY, DISPUTED, FROM_FILE = range(3)
 
 DATA_DIRECTORY = Path(__file__).resolve().parent.parent / "data" / "benchmark"
 DEFAULT_DATA = DATA_DIRECTORY / "benchmark.npz"
-GNUBG_2PLY_DATA = DATA_DIRECTORY / "gnubg-2ply" / "benchmark.npz"  # the set as built, before rollouts
+GNUBG_2PLY_NAME = "gnubg-2ply"  # the set as built, before rollouts; ``--data gnubg-2ply``
+GNUBG_2PLY_DATA = DATA_DIRECTORY / GNUBG_2PLY_NAME / "benchmark.npz"
 MANIFEST_NAME = "manifest.json"
 
 
@@ -186,9 +187,12 @@ def load_npz(path: str | Path) -> DecisionSet:
 
 def load_decisions(path: str | Path | None = None) -> DecisionSet:
     """The decisions in ``path``: our ``.npz`` format, or GNU Backgammon's ``.bm`` text format
-    (``bgtrain.benchmark.bm_format``); the shipped set when ``path`` is None."""
+    (``bgtrain.benchmark.bm_format``); the shipped set when ``path`` is None, the set as built (GNU
+    Backgammon 2-ply for every class) when it is ``"gnubg-2ply"``."""
     if path is None:
         return load_npz(DEFAULT_DATA)
+    if path == GNUBG_2PLY_NAME:
+        return load_npz(GNUBG_2PLY_DATA)
     path = Path(path)
     if path.suffix.lower() == ".bm":
         from bgtrain.benchmark.bm_format import read_bm

@@ -6,8 +6,9 @@
 Agents: ``pubeval``, ``random``, ``PATH.pt[:Nply]`` (a checkpoint), ``PATH.onnx[:Nply]`` (an export),
 ``gnubg:0ply|1ply|2ply`` (GNU Backgammon, after ``pip install gnubg-nn``); see ``bgtrain.arena.specs``.
 
-The decisions are the shipped set (``bgtrain/data/benchmark/``: positions from self-play, every
-candidate play's equity loss from GNU Backgammon 2-ply; its ``manifest.json`` says how it was made),
+The decisions are the shipped set (``bgtrain/data/benchmark/``: positions from self-play, each
+candidate play's equity loss from rollouts for contact and crashed decisions and from GNU Backgammon
+2-ply for races; its ``manifest.json`` gives each class's reference and how it was made),
 or ``--data`` a file of the same format (``.npz``) or GNU Backgammon's own ``.bm`` benchmark format
 (``contact.bm``, ``crashed.bm``, ``race.bm``; ``bgtrain.benchmark.bm_format``). A play that is not
 listed for its decision is charged the worst listed loss. Printed per class: each agent's error rate
@@ -34,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--class", dest="position_class", metavar="CLASS",
                         help=f"score one class only: {', '.join(CLASSES)} (default: all)")
     parser.add_argument("--data", metavar="PATH", help="decisions: a .npz benchmark or a GNU Backgammon .bm file "
-                        "(default: the shipped benchmark)")
+                        "(default: the shipped benchmark; 'gnubg-2ply': the set as built, every class labelled by "
+                        "GNU Backgammon 2-ply)")
     parser.add_argument("--json", metavar="FILE", help="also write the error rates and differences as JSON to FILE")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
