@@ -21,9 +21,12 @@ from bgtrain.benchmark.bm_format import (
     read_bm,
 )
 from bgtrain.benchmark.decisions import (
+    CLASSES,
     CONTACT,
     CRASHED,
     DEFAULT_DATA,
+    GNUBG_2PLY_DATA,
+    GNUBG_2PLY_NAME,
     RACE,
     DecisionSet,
     classes_of,
@@ -249,7 +252,18 @@ def test_shipped_data_matches_its_manifest():
     assert decisions.class_counts() == manifest["counts"]
     counts = decisions.class_counts()
     assert counts["contact"] + counts["crashed"] >= 5000 and counts["race"] >= 2000
-    assert manifest["reference"]["ply"] in (1, 2)
+    # Each class names its reference: rollouts of the top candidates, or GNU Backgammon at 2-ply.
+    assert set(manifest["reference"]) == set(CLASSES)
+    for reference in manifest["reference"].values():
+        assert reference.get("ply") == 2 or reference["trials"] >= 144
+    # The set it was relabelled from is shipped too, matches its own manifest and holds the same
+    # decisions (boards and rolls) with at least as many candidates.
+    built = load_decisions(GNUBG_2PLY_NAME)
+    assert content_hash(built) == read_manifest(GNUBG_2PLY_DATA)["content_sha256"]
+    assert manifest["relabelled_from"]["content_sha256"] == content_hash(built)
+    order = torch.cat([torch.nonzero(built.kind == index).flatten() for index in range(len(CLASSES))])
+    assert torch.equal(built.board[order], decisions.board) and torch.equal(built.dice[order], decisions.dice)
+    assert bool((built.counts[order] >= decisions.counts).all())
     # Every decision has a choice; its class is GNU's classification of its board; the best loses 0.
     afterstates = legal_afterstates(decisions.board, decisions.dice)
     assert int(afterstates.counts.min()) >= 2
@@ -308,6 +322,20 @@ def test_cli_one_class(capsys):
     assert main(["benchmark", "pubeval", "--data", str(SAMPLE), "--class", "race"]) == 0
     printed = capsys.readouterr().out
     assert "race (1)" in printed and "contact" not in printed
+
+
+def test_cli_scores_the_set_as_built_by_name(capsys):
+    """``--data gnubg-2ply``: the GNU Backgammon 2-ply set; its race class is the shipped one's."""
+    assert main(["benchmark", "pubeval", "--data", GNUBG_2PLY_NAME, "--class", "race"]) == 0
+    built = capsys.readouterr().out
+    assert main(["benchmark", "pubeval", "--class", "race"]) == 0
+    shipped = capsys.readouterr().out
+    assert "from gnubg-2ply" in built and "race (2000)" in built
+
+    def rate(printed: str) -> str:
+        return next(line for line in printed.splitlines() if line.startswith("pubeval"))
+
+    assert rate(built) == rate(shipped)
 
 
 @pytest.mark.parametrize(
