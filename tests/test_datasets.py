@@ -79,6 +79,30 @@ def test_a_dataset_with_other_settings_is_refused(tmp_path, evaluator):
         generate(tmp_path / "data", evaluator, GenerationSettings(**{**SETTINGS.__dict__, "epsilon": 0.5}))
 
 
+def test_kinds_keeps_only_those_positions(tmp_path, evaluator):
+    from bgtrain.cube.efficiency import PositionKind, position_kinds
+
+    # A random network races its checkers past each other often enough for a small race-only set.
+    settings = GenerationSettings(**{**SETTINGS.__dict__, "positions": 12, "shard_size": 6, "select_ply": 0,
+                                     "burn_in_turns": 30, "kinds": ["race"]})
+    assert settings.kinds == ("race",)
+    manifest = generate(tmp_path / "race", evaluator, settings)
+    assert manifest["settings"]["kinds"] == ["race"]
+    data = load_datasets([tmp_path / "race"])
+    assert data.positions.shape[0] == 12
+    assert (position_kinds(data.positions) == PositionKind.RACE).all()
+    # The same settings resume the same dataset; a manifest from before ``kinds`` reads as every kind.
+    assert generate(tmp_path / "race", evaluator, settings)["positions"] == 12
+    generate(tmp_path / "all", evaluator, stop_after_shards=1)
+    path = tmp_path / "all" / "manifest.json"
+    old = json.loads(path.read_text())
+    del old["settings"]["kinds"]
+    path.write_text(json.dumps(old))
+    assert len(generate(tmp_path / "all", evaluator)["shards"]) == 3
+    with pytest.raises(ValueError, match="unknown kind 'racing'"):
+        GenerationSettings(positions=1, kinds=("racing",))
+
+
 def test_cli_generate_and_info(tmp_path, capsys):
     out = tmp_path / "cli"
     code = main(["dataset", "generate", "--model", "checkpoints/bgtrain-default.pt", "--out", str(out),

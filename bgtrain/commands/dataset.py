@@ -3,6 +3,7 @@
     bgtrain dataset generate --model M --out DIR --positions N [--shard-size S] [--seed K]
                              [--labeller ply:1] [--epsilon E] [--temperature T] [--sample-rate R]
                              [--select-ply P] [--select-threshold X] [--keep-agreeing F]
+                             [--kinds race]
                              [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset info DIR [--json]
 
@@ -10,7 +11,8 @@
 ``--select-ply`` evaluations disagree by more than ``--select-threshold`` equity (others with
 probability ``--keep-agreeing``), labels them with the labeller (``ply:N``: the model's N-ply
 evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard errors) and writes shards of ``--shard-size``
-positions. Rerun the same command after a kill: complete shards are kept, the rest are written, and
+positions. ``--kinds race`` (or ``contact,crashed``) takes only positions of those kinds, for a
+network of one phase. Rerun the same command after a kill: complete shards are kept, the rest are written, and
 the result is the same as an uninterrupted run's.
 
 ``--executor ray`` makes the shards on a Ray cluster (``bgtrain.distributed.datasets``: one shard per
@@ -42,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--select-ply", type=int, default=1, help="0 keeps every candidate")
     generate.add_argument("--select-threshold", type=float, default=0.04)
     generate.add_argument("--keep-agreeing", type=float, default=0.25)
+    generate.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
+                          help="take only positions of these kinds (contact, crashed, race); default: all")
     generate.add_argument("--device", default="cpu")
     generate.add_argument("--threads", type=int, help="CPU threads for torch")
     generate.add_argument("--no-progress", action="store_true")
@@ -84,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         positions=args.positions, shard_size=args.shard_size, seed=args.seed, games_in_parallel=args.games,
         epsilon=args.epsilon, temperature=args.temperature, sample_rate=args.sample_rate,
         select_ply=args.select_ply, select_threshold=args.select_threshold, keep_agreeing=args.keep_agreeing,
+        kinds=tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip()),
     )
     evaluator = Evaluator.from_path(args.model, args.device)
     kind, _, argument = args.labeller.partition(":")

@@ -12,7 +12,8 @@ Per turn of ``games_in_parallel`` games in lock step:
   stage of a game;
 * candidates: each live position (the side to move, before its roll) is taken with probability
   ``sample_rate`` (neighbouring positions of a game are strongly correlated); bear-offs the database
-  covers are left out (the evaluator never asks a network about them);
+  covers are left out (the evaluator never asks a network about them), and so are positions not of
+  ``kinds`` when it names some;
 * play: each game plays its best play by the model's 0-ply equity, or, with ``temperature`` > 0, a play
   drawn with probability proportional to exp(equity / temperature); with probability ``epsilon`` a
   uniformly random legal play instead, for diversity.
@@ -38,6 +39,7 @@ from bgtrain.cube.efficiency import position_kinds
 from bgtrain.datasets.labellers import Labeller, PlyLabeller
 from bgtrain.datasets.shards import (
     FORMAT_VERSION,
+    KIND_NAMES,
     MANIFEST,
     MANIFEST_FORMAT,
     read_manifest,
@@ -71,8 +73,16 @@ class GenerationSettings:
     burn_in_turns: int = 60
     """Turns every shard's games play before sampling starts, so that the slots (which restart as their
     games end) sample every stage of a game, not only openings."""
+    kinds: tuple[str, ...] = ()
+    """Position kinds taken as candidates (``KIND_NAMES``: contact, crashed, race, ...); empty: every
+    kind. A race-only dataset for a race network, say, without labelling the contact positions too."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", tuple(self.kinds))  # a list from JSON or TOML
+        unknown = sorted(set(self.kinds) - set(KIND_NAMES.values()))
+        if unknown:
+            raise ValueError(f"dataset kinds: unknown kind {', '.join(map(repr, unknown))}; known: "
+                             + ", ".join(KIND_NAMES.values()))
         if self.burn_in_turns < 0:
             raise ValueError(f"dataset burn_in_turns must be >= 0, not {self.burn_in_turns}")
         for name in ("positions", "shard_size", "games_in_parallel", "turn_limit"):
@@ -146,11 +156,16 @@ def dataset_header(labeller: dict[str, Any], source_model: str, rules: str, sett
         "labeller": labeller,
         "source_model": source_model,
         "rules": rules,
-        "settings": dataclasses.asdict(settings),
+        "settings": settings_description(settings),
         "seed": settings.seed,
         "shard_size": settings.shard_size,
         "shards_planned": settings.shards,
     }
+
+
+def settings_description(settings: GenerationSettings) -> dict[str, Any]:
+    """``settings`` as the manifest stores them (plain JSON data: ``kinds`` a list)."""
+    return {**dataclasses.asdict(settings), "kinds": list(settings.kinds)}
 
 
 def open_dataset(directory: Path, header: dict[str, Any]) -> dict[str, Any]:
@@ -160,6 +175,8 @@ def open_dataset(directory: Path, header: dict[str, Any]) -> dict[str, Any]:
     manifest = {**header, "shards": []}
     if (directory / MANIFEST).exists():
         existing = read_manifest(directory)
+        # A manifest written before ``kinds`` existed describes a dataset of every kind.
+        existing["settings"] = {"kinds": [], **existing.get("settings", {})}
         for key in ("labeller", "source_model", "rules", "settings"):
             if existing.get(key) != header[key]:
                 raise ValueError(f"{directory} holds a dataset made with another {key} "
@@ -187,6 +204,9 @@ def generate_shard(evaluator: Evaluator, labeller: Labeller, settings: Generatio
     pending: list[torch.Tensor] = []
     have = candidates = 0
     label_seconds = 0.0
+    wanted_kinds = None
+    if settings.kinds:
+        wanted_kinds = torch.tensor([code for code, name in KIND_NAMES.items() if name in settings.kinds])
     for _ in range(settings.burn_in_turns):
         state = _play_turn(state, evaluator, settings, draws, dice)
     while have < wanted:
@@ -194,6 +214,8 @@ def generate_shard(evaluator: Evaluator, labeller: Labeller, settings: Generatio
         sampled = live & (torch.rand(state.batch_size, generator=draws) < settings.sample_rate)
         if evaluator.bearoff is not None:
             sampled &= ~evaluator.bearoff.covers(state.board)
+        if wanted_kinds is not None:
+            sampled &= torch.isin(position_kinds(state.board).to(torch.int64), wanted_kinds)
         pending.append(state.board[sampled])
         if sum(p.shape[0] for p in pending) >= min(CANDIDATE_CHUNK, wanted):
             chunk = torch.cat(pending)
