@@ -170,7 +170,8 @@ class SupervisedConfig:
     """Supervised training on labelled datasets (``train.method = "supervised"``, ``bgtrain.supervised``)."""
 
     datasets: tuple[str, ...] = ()
-    """Dataset directories (``bgtrain dataset generate``), their complete shards concatenated."""
+    """Dataset directories (``bgtrain dataset generate``), their complete shards concatenated; ``DIR@N``
+    takes DIR's first N shards only."""
     kinds: tuple[str, ...] = ("contact", "crashed", "race")
     """Position kinds to train on (``bgtrain.cube.efficiency.PositionKind`` names, lower case)."""
     epochs: int = 20

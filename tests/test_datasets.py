@@ -4,6 +4,7 @@ same dataset as an uninterrupted one; the format round-trips; the CLI writes and
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -71,6 +72,21 @@ def test_dataset_contents(tmp_path, evaluator):
     torch.testing.assert_close(data.zero_ply, evaluator.probabilities(data.positions, 0))
     # Every position has checkers of both sides and is no finished game.
     assert ((data.positions[:, 1:26] > 0).any(1) & (data.positions[:, 0:25] < 0).any(1)).all()
+
+
+def test_the_first_shards_of_a_dataset(tmp_path, evaluator):
+    from bgtrain.datasets.shards import dataset_spec
+
+    generate(tmp_path / "data", evaluator)  # shards of 20, 20 and 10 positions
+    whole = load_datasets([tmp_path / "data"])
+    first_two = load_datasets([f"{tmp_path / 'data'}@2"])
+    assert len(first_two) == 40 and first_two.sources[0]["positions"] == 40
+    assert [shard["index"] for shard in first_two.sources[0]["shards"]] == [0, 1]
+    assert torch.equal(first_two.positions, whole.positions[:40])
+    with pytest.raises(ValueError, match="has only 3 of its first 4 shards"):
+        load_datasets([f"{tmp_path / 'data'}@4"])
+    assert dataset_spec("runs/a@b/data") == (Path("runs/a@b/data"), None)
+    assert dataset_spec("runs/data@0") == (Path("runs/data@0"), None)
 
 
 def test_a_dataset_with_other_settings_is_refused(tmp_path, evaluator):

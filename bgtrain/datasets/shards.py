@@ -116,17 +116,35 @@ class Dataset:
         return Dataset(*(getattr(self, name)[mask] for name in SHARD_FIELDS), self.sources)
 
 
+def dataset_spec(spec: str | Path) -> tuple[Path, int | None]:
+    """``"DIR"`` -> (DIR, None): every complete shard; ``"DIR@N"`` -> (DIR, N): its shards 0 to N - 1
+    only (a network trained while its dataset was still being generated, say, stays reproducible)."""
+    text = str(spec)
+    path, at, count = text.rpartition("@")
+    if not at or not count.isdigit() or int(count) == 0:
+        return Path(text), None
+    return Path(path), int(count)
+
+
 def load_datasets(directories) -> Dataset:
-    """A ``Dataset`` from the shards the manifests of ``directories`` list (one path or several)."""
+    """A ``Dataset`` from the shards the manifests of ``directories`` list (one path or several; a path
+    ``DIR@N`` takes the first N shards of DIR, see ``dataset_spec``)."""
     if isinstance(directories, (str, Path)):
         directories = [directories]
     parts: dict[str, list[torch.Tensor]] = {name: [] for name in SHARD_FIELDS}
     manifests = []
-    for directory in directories:
+    for spec in directories:
+        directory, first = dataset_spec(spec)
         manifest = read_manifest(directory)
+        shards = sorted(manifest["shards"], key=lambda entry: entry["index"])
+        if first is not None:
+            shards = [shard for shard in shards if shard["index"] < first]
+            if len(shards) < first:
+                raise ValueError(f"{spec}: {directory} has only {len(shards)} of its first {first} shards")
+            manifest = {**manifest, "shards": shards, "positions": sum(shard["positions"] for shard in shards)}
         manifests.append(manifest)
-        for shard in sorted(manifest["shards"], key=lambda entry: entry["index"]):
-            tensors = read_shard(Path(directory) / shard["file"])
+        for shard in shards:
+            tensors = read_shard(directory / shard["file"])
             for name in SHARD_FIELDS:
                 parts[name].append(tensors[name])
     if not parts["positions"]:
