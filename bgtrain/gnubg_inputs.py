@@ -3,10 +3,12 @@
 GNU Backgammon's contact and crashed networks (``eval.c``, the ``I_OFF1 .. I_BACKRESCAPES`` inputs)
 see, besides the raw points, 25 features per side in the spirit of Berliner's BKG. This module
 computes them for whole batches with tensor operations only (comparisons, ``where``, gathers with
-precomputed index tables, reductions and small float matrix products; no bit operations, no Python
-branch on a tensor value), so the same code runs inside an exported ONNX graph and gives there
-exactly what the encoder gives (``bgtrain.export.graph``). Every count is a small integer held
-exactly in float32.
+precomputed index tables, reductions and small float matrix products; no Python branch on a tensor
+value), so the same code runs inside an exported ONNX graph and gives there exactly what the encoder
+gives (``bgtrain.export.graph``). Every count is a small integer held exactly in float32. One step,
+finding each way to hit's hitters, runs in eager torch on bit masks of the points
+(``_hitters_by_masks``, the fast path) and, when traced for an export, as a float matrix product
+(``_hitters_by_matrix``, ONNX has no bit operations at opset 17); both give the same numbers.
 
 The features of one side ("us"), in our words (``half_features``):
 
@@ -192,6 +194,14 @@ class _Ways:
             hit_test[50 + source, len(ways) * 25 + source] = 2.0
             hit_test[75, len(ways) * 25 + source] = -2.0
         self.hit_test = hit_test.to(device)
+        # The same test on 25-bit masks of the points (bit i: index i), for eager torch: multiplying a
+        # mask by 2 ** k moves every point k pips back, so bit s of (targets * 2 ** d) is a target d
+        # pips in front of s, and of (blocked * 2 ** p) a blocked point p pips in front of s.
+        self.target_scale = torch.tensor([2 ** w[0] for w in ways] + [0], device=device)
+        self.intermediate_scale = torch.tensor(
+            [[2 ** pips for pips in w[2]] + [0] * (3 - len(w[2])) for w in ways] + [[0, 0, 0]], device=device
+        )  # [W, 3], 0 for no intermediate point
+        self.every_one_needed = torch.tensor([w[3] for w in ways] + [True], device=device)
         slots = torch.full((len(ROLLS), 4), none, dtype=torch.long)
         for roll, listed in enumerate(roll_ways):
             slots[roll, : len(listed)] = torch.tensor(listed)
@@ -375,16 +385,11 @@ def _shots(ours: torch.Tensor, theirs: torch.Tensor) -> tuple[torch.Tensor, torc
     hitter = (ours > 0) & ~((index25 < 6) & (ours == 2))
     # Blots on our 1- and 2-points (indices 0, 1) are no targets with fewer than three home points.
     targets = blot & ((index25 >= 2) | (home_points > 2).unsqueeze(1))
-    inputs = torch.cat((targets, blocked, hitter, torch.ones_like(hitter[:, :1])), 1).to(torch.float32)
-    hit_test = (inputs @ ways.hit_test).view(batch, ways.count, 25)  # [B, W, 25], > 0 where it hits
-
-    # The hitter's index + 1 where the pair hits, else 0 (one ``where``: no boolean [B, W, 25] copies).
-    numbered = torch.where(hit_test > 0.25, index25 + 1.0, 0.0)
-    rearmost = numbered.amax(-1) - 1.0  # [B, W], -1 for no hitter
+    if torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
+        rearmost, several, from_bar, rearmost_point = _hitters_by_matrix(ways, targets, blocked, hitter)
+    else:
+        rearmost, several, from_bar, rearmost_point = _hitters_by_masks(ways, targets, blocked, hitter)
     any_hit = rearmost >= 0
-    several = numbered.sum(-1) > rearmost + 1.0  # distinct positive numbers sum above their maximum
-    from_bar = numbered[..., 24] > 0
-    rearmost_point = numbered[..., :24].amax(-1) - 1.0
 
     def per_slot(values: torch.Tensor, slot: int) -> torch.Tensor:
         return values.index_select(1, ways.slot_way[:, slot])  # [B, 21]
@@ -441,6 +446,49 @@ def _shots(ours: torch.Tensor, theirs: torch.Tensor) -> tuple[torch.Tensor, torc
     p1 = ((hits > 0) * weight).sum(1) / 36.0
     p2 = ((hits > 1) * weight).sum(1) / 36.0
     return pip_loss, p1, p2
+
+
+def _hitters_by_matrix(ways: _Ways, targets: torch.Tensor, blocked: torch.Tensor, hitter: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per way (``float32[B, W]`` or ``bool[B, W]``): the index of its rearmost hitter (-1 for none),
+    whether more than one checker hits with it, whether the one on the bar does, and the index of its
+    rearmost hitter on a point (-1 for none). ``bool[B, 25]`` inputs by our indices (24: the bar).
+
+    The reference and the exported graph's way: one float matrix product over every (way, source)
+    pair, then reductions over [B, W, 25] (only ops ONNX opset 17 has)."""
+    batch = targets.shape[0]
+    index25 = torch.arange(25, device=targets.device)
+    inputs = torch.cat((targets, blocked, hitter, torch.ones_like(hitter[:, :1])), 1).to(torch.float32)
+    hit_test = (inputs @ ways.hit_test).view(batch, ways.count, 25)  # [B, W, 25], > 0 where it hits
+    # The hitter's index + 1 where the pair hits, else 0 (one ``where``: no boolean [B, W, 25] copies).
+    numbered = torch.where(hit_test > 0.25, index25 + 1.0, 0.0)
+    rearmost = numbered.amax(-1) - 1.0  # [B, W], -1 for no hitter
+    several = numbered.sum(-1) > rearmost + 1.0  # distinct positive numbers sum above their maximum
+    from_bar = numbered[..., 24] > 0
+    rearmost_point = numbered[..., :24].amax(-1) - 1.0
+    return rearmost, several, from_bar, rearmost_point
+
+
+def _hitters_by_masks(ways: _Ways, targets: torch.Tensor, blocked: torch.Tensor, hitter: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``_hitters_by_matrix`` on 25-bit masks: [B, W] integers instead of [B, W, 25] floats, about 25
+    times less memory traffic (the shot counting was most of the encoder's time). Exact: the same
+    numbers (tests/test_gnubg_inputs.py compares the two on random positions)."""
+    bits = 2 ** torch.arange(25, device=targets.device)
+    target_mask = (targets.to(torch.int64) * bits).sum(1, keepdim=True)  # [B, 1]
+    blocked_mask = (blocked.to(torch.int64) * bits).sum(1).view(-1, 1, 1)
+    hitter_mask = (hitter.to(torch.int64) * bits).sum(1, keepdim=True)
+    stops = blocked_mask * ways.intermediate_scale  # [B, W, 3]: the blocked intermediates, per source bit
+    # A double needs every intermediate point open; two dice need one of their two.
+    stopped = torch.where(ways.every_one_needed, stops[..., 0] | stops[..., 1] | stops[..., 2],
+                          stops[..., 0] & stops[..., 1])
+    hits = hitter_mask & (target_mask * ways.target_scale) & ~stopped & (2 ** 25 - 1)  # [B, W]
+    on_points = hits & (2 ** 24 - 1)
+    # frexp: x = m * 2 ** e with 0.5 <= m < 1, so the highest set bit of x > 0 is e - 1 (and 0 -> -1).
+    rearmost = torch.frexp(hits.to(torch.float64)).exponent.to(torch.float32) - 1.0
+    rearmost_point = torch.frexp(on_points.to(torch.float64)).exponent.to(torch.float32) - 1.0
+    several = (hits & (hits - 1)) != 0  # more than one bit set
+    return rearmost, several, hits != on_points, rearmost_point
 
 
 def _blots_on_path(blot: torch.Tensor, source: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:

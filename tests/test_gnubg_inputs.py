@@ -237,6 +237,28 @@ def test_shots_match_the_scalar_reference_on_random_positions():
     torch.testing.assert_close(batched, want.to(batched.dtype), atol=1e-6, rtol=0)
 
 
+def test_the_bit_mask_hitters_equal_the_matrix_ones():
+    # The fast path (eager torch) against the exported graph's matrix product, on every way of every
+    # position: rearmost hitter, several hitters, from the bar, rearmost hitter on a point.
+    from bgtrain.gnubg_inputs import _hitters_by_masks, _hitters_by_matrix, _ways
+
+    boards = torch.cat((random_boards(2000, seed=11), OPENING))
+    boards = torch.cat((boards, flip_board(boards)))
+    ours, theirs = side_counts(boards)
+    index = torch.arange(25)
+    blocked = torch.cat(((theirs[:, :24] >= 2).flip(1), torch.zeros_like(theirs[:, :1], dtype=torch.bool)), 1)
+    blot = torch.cat(((theirs[:, :24] == 1).flip(1), torch.zeros_like(theirs[:, :1], dtype=torch.bool)), 1)
+    hitter = (ours > 0) & ~((index < 6) & (ours == 2))
+    # Every blot a target here (the weak-board rule aside): more hits to compare; bar hitters too.
+    hitter[:200, 24] = True
+    ways = _ways(boards.device)
+    fast = _hitters_by_masks(ways, blot, blocked, hitter)
+    slow = _hitters_by_matrix(ways, blot, blocked, hitter)
+    assert (slow[0] >= 0).float().mean() > 0.05 and slow[1].any() and slow[2].any()  # not all empty
+    for got, want in zip(fast, slow):
+        assert torch.equal(got, want)
+
+
 # ---------------------------------------------------------------------------------------------------
 # The encoder.
 
