@@ -385,7 +385,10 @@ def _shots(ours: torch.Tensor, theirs: torch.Tensor) -> tuple[torch.Tensor, torc
     hitter = (ours > 0) & ~((index25 < 6) & (ours == 2))
     # Blots on our 1- and 2-points (indices 0, 1) are no targets with fewer than three home points.
     targets = blot & ((index25 >= 2) | (home_points > 2).unsqueeze(1))
-    if torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
+    # A traced export takes the graph-friendly way (no bit operations in ONNX opset 17, no data-dependent
+    # row selection); eager torch the fast one. Both give the same numbers.
+    exporting = torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
+    if exporting:
         rearmost, several, from_bar, rearmost_point = _hitters_by_matrix(ways, targets, blocked, hitter)
     else:
         rearmost, several, from_bar, rearmost_point = _hitters_by_masks(ways, targets, blocked, hitter)
@@ -410,25 +413,15 @@ def _shots(ours: torch.Tensor, theirs: torch.Tensor) -> tuple[torch.Tensor, torc
         pips = torch.maximum(pips, torch.where(active, source - distance + 1.0, 0.0))
     free = (hits, pips)
 
-    # One of ours on the bar.
-    hits, pips, entered = zeros, zeros, torch.zeros_like(zeros, dtype=torch.bool)
-    bar_source = torch.full_like(zeros, 24.0)
-    for slot in range(4):
-        distance = ways.slot_distance[:, slot]
-        direct = ways.slot_direct[:, slot]
-        bar = per_slot(from_bar, slot)
-        other = ways.slot_other_die[:, slot]
-        enters = ~blocked[:, (24 - other).clamp(min=0)] & (other > 0)
-        point = per_slot(rearmost_point, slot)
-        extra = (point >= 0) & ~entered & enters & direct
-        direct_hits = hits + bar + extra
-        on_path = _blots_on_path(blot, bar_source, ways.slot_inter[:, slot])
-        indirect_hits = torch.where(bar & (hits == 0), 1.0, hits) + (bar & on_path)
-        hits = torch.where(direct, direct_hits, indirect_hits)
-        entered = entered | extra
-        pips = torch.maximum(pips, torch.where(bar, 25.0 - distance, 0.0))
-        pips = torch.maximum(pips, torch.where(extra, point - distance + 1.0, 0.0))
-    one_on_bar = (hits, pips)
+    # One of ours on the bar: in eager torch only the rows that have one (a few percent of them).
+    if exporting:
+        one_on_bar = _shots_with_one_on_bar(ways, blocked, blot, from_bar, rearmost_point)
+    else:
+        rows = (ours[:, 24] == 1).nonzero(as_tuple=True)[0]
+        one_on_bar = (zeros.clone(), zeros.clone())
+        if rows.numel():
+            hits, pips = _shots_with_one_on_bar(ways, blocked[rows], blot[rows], from_bar[rows], rearmost_point[rows])
+            one_on_bar[0][rows], one_on_bar[1][rows] = hits, pips
 
     # Two or more on the bar: single dice from the bar only.
     hits, pips = zeros, zeros
@@ -446,6 +439,35 @@ def _shots(ours: torch.Tensor, theirs: torch.Tensor) -> tuple[torch.Tensor, torc
     p1 = ((hits > 0) * weight).sum(1) / 36.0
     p2 = ((hits > 1) * weight).sum(1) / 36.0
     return pip_loss, p1, p2
+
+
+def _shots_with_one_on_bar(ways: _Ways, blocked: torch.Tensor, blot: torch.Tensor, from_bar: torch.Tensor,
+                           rearmost_point: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_shots``' hits and pip losses per roll (``float32[B, 21]`` each) for a side with one checker on
+    the bar: hits from the bar, and one direct hit from a point when the other die enters."""
+
+    def per_slot(values: torch.Tensor, slot: int) -> torch.Tensor:
+        return values.index_select(1, ways.slot_way[:, slot])  # [B, 21]
+
+    zeros = torch.zeros(blocked.shape[0], len(ROLLS), device=blocked.device)
+    hits, pips, entered = zeros, zeros, torch.zeros_like(zeros, dtype=torch.bool)
+    bar_source = torch.full_like(zeros, 24.0)
+    for slot in range(4):
+        distance = ways.slot_distance[:, slot]
+        direct = ways.slot_direct[:, slot]
+        bar = per_slot(from_bar, slot)
+        other = ways.slot_other_die[:, slot]
+        enters = ~blocked[:, (24 - other).clamp(min=0)] & (other > 0)
+        point = per_slot(rearmost_point, slot)
+        extra = (point >= 0) & ~entered & enters & direct
+        direct_hits = hits + bar + extra
+        on_path = _blots_on_path(blot, bar_source, ways.slot_inter[:, slot])
+        indirect_hits = torch.where(bar & (hits == 0), 1.0, hits) + (bar & on_path)
+        hits = torch.where(direct, direct_hits, indirect_hits)
+        entered = entered | extra
+        pips = torch.maximum(pips, torch.where(bar, 25.0 - distance, 0.0))
+        pips = torch.maximum(pips, torch.where(extra, point - distance + 1.0, 0.0))
+    return hits, pips
 
 
 def _hitters_by_matrix(ways: _Ways, targets: torch.Tensor, blocked: torch.Tensor, hitter: torch.Tensor

@@ -234,6 +234,7 @@ def test_shots_match_the_scalar_reference_on_random_positions():
     want = torch.tensor([reference_shots([int(v) for v in o], [int(v) for v in t])
                          for o, t in zip(ours.tolist(), theirs.tolist())])
     assert (want[:, 1] > 0).float().mean() > 0.3  # the sample has plenty of shots
+    assert (ours[:, 24] == 1).sum() > 20 and (ours[:, 24] > 1).any()  # and sides with checkers on the bar
     torch.testing.assert_close(batched, want.to(batched.dtype), atol=1e-6, rtol=0)
 
 
