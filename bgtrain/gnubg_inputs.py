@@ -5,10 +5,11 @@ see, besides the raw points, 25 features per side in the spirit of Berliner's BK
 computes them for whole batches with tensor operations only (comparisons, ``where``, gathers with
 precomputed index tables, reductions and small float matrix products; no Python branch on a tensor
 value), so the same code runs inside an exported ONNX graph and gives there exactly what the encoder
-gives (``bgtrain.export.graph``). Every count is a small integer held exactly in float32. One step,
-finding each way to hit's hitters, runs in eager torch on bit masks of the points
-(``_hitters_by_masks``, the fast path) and, when traced for an export, as a float matrix product
-(``_hitters_by_matrix``, ONNX has no bit operations at opset 17); both give the same numbers.
+gives (``bgtrain.export.graph``). Every count is a small integer held exactly in float32. Two steps
+of the shot counting take a faster way in eager torch, with the same numbers: each way to hit's
+hitters are found on bit masks of the points (``_hitters_by_masks``; traced for an export, the float
+matrix product ``_hitters_by_matrix``, as ONNX has no bit operations at opset 17), and the shots of a
+side with one checker on the bar are worked out only for the rows that have one.
 
 The features of one side ("us"), in our words (``half_features``):
 
@@ -395,7 +396,7 @@ def _shots(ours: torch.Tensor, theirs: torch.Tensor) -> tuple[torch.Tensor, torc
     any_hit = rearmost >= 0
 
     def per_slot(values: torch.Tensor, slot: int) -> torch.Tensor:
-        return values.index_select(1, ways.slot_way[:, slot])  # [B, 21]
+        return _per_slot(ways, values, slot)
 
     zeros = torch.zeros(batch, len(ROLLS), device=ours.device)
     # None of ours on the bar.
@@ -441,13 +442,18 @@ def _shots(ours: torch.Tensor, theirs: torch.Tensor) -> tuple[torch.Tensor, torc
     return pip_loss, p1, p2
 
 
+def _per_slot(ways: _Ways, values: torch.Tensor, slot: int) -> torch.Tensor:
+    """Per-way ``values: [B, W]`` -> ``[B, 21]``: each roll's way in ``slot``."""
+    return values.index_select(1, ways.slot_way[:, slot])
+
+
 def _shots_with_one_on_bar(ways: _Ways, blocked: torch.Tensor, blot: torch.Tensor, from_bar: torch.Tensor,
                            rearmost_point: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``_shots``' hits and pip losses per roll (``float32[B, 21]`` each) for a side with one checker on
     the bar: hits from the bar, and one direct hit from a point when the other die enters."""
 
     def per_slot(values: torch.Tensor, slot: int) -> torch.Tensor:
-        return values.index_select(1, ways.slot_way[:, slot])  # [B, 21]
+        return _per_slot(ways, values, slot)
 
     zeros = torch.zeros(blocked.shape[0], len(ROLLS), device=blocked.device)
     hits, pips, entered = zeros, zeros, torch.zeros_like(zeros, dtype=torch.bool)
