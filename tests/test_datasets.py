@@ -117,6 +117,8 @@ def test_kinds_keeps_only_those_positions(tmp_path, evaluator):
     assert len(generate(tmp_path / "all", evaluator)["shards"]) == 3
     with pytest.raises(ValueError, match="unknown kind 'racing'"):
         GenerationSettings(positions=1, kinds=("racing",))
+    with pytest.raises(ValueError, match="unknown kind 'bearoff'; known: contact, crashed, race"):
+        GenerationSettings(positions=1, kinds=("race", "bearoff"))  # never a candidate: it would not end
 
 
 def test_cli_generate_and_info(tmp_path, capsys):

@@ -53,6 +53,7 @@ from engine.game import new_games, play
 from engine.movegen import legal_afterstates
 from engine.random_play import random_choice
 
+CANDIDATE_KINDS = ("contact", "crashed", "race")  # the kinds ``kinds`` may name
 CANDIDATE_CHUNK = 2048  # candidates selected and labelled at once (fewer for a smaller shard)
 
 
@@ -74,15 +75,17 @@ class GenerationSettings:
     """Turns every shard's games play before sampling starts, so that the slots (which restart as their
     games end) sample every stage of a game, not only openings."""
     kinds: tuple[str, ...] = ()
-    """Position kinds taken as candidates (``KIND_NAMES``: contact, crashed, race, ...); empty: every
+    """Position kinds taken as candidates (``CANDIDATE_KINDS``: contact, crashed, race); empty: every
     kind. A race-only dataset for a race network, say, without labelling the contact positions too."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", tuple(self.kinds))  # a list from JSON or TOML
-        unknown = sorted(set(self.kinds) - set(KIND_NAMES.values()))
+        # Only kinds a network is asked about: a finished game is never a candidate, and the bear-offs
+        # the database covers are left out, so asking for those would sample forever.
+        unknown = sorted(set(self.kinds) - set(CANDIDATE_KINDS))
         if unknown:
             raise ValueError(f"dataset kinds: unknown kind {', '.join(map(repr, unknown))}; known: "
-                             + ", ".join(KIND_NAMES.values()))
+                             + ", ".join(CANDIDATE_KINDS))
         if self.burn_in_turns < 0:
             raise ValueError(f"dataset burn_in_turns must be >= 0, not {self.burn_in_turns}")
         for name in ("positions", "shard_size", "games_in_parallel", "turn_limit"):
