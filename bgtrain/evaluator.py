@@ -65,7 +65,7 @@ from bgtrain.bearoff import BearoffDatabase, load_bearoff_database
 from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_sided_database
 from bgtrain.checkpoint import check_variant, load_network, trained_variant
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
-from bgtrain.static_value import NetworkValue, StaticValue, ValueFunction
+from bgtrain.static_value import NetworkValue, StaticValue, ValueFunction, model_device
 from engine.board import flip_board
 from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
 from engine.movegen import Afterstates, legal_afterstates
@@ -140,8 +140,7 @@ class Evaluator:
         (built on first use), a path, a database, or False/None for none. ``two_sided``: likewise for
         the two-sided database; None (the default) means the cached one when ``bearoff`` is True,
         none otherwise. ``settings``: ``move_filter``, ``deep_replies``, ``clamps``."""
-        parameters = network.parameters() if hasattr(network, "parameters") else iter(())
-        device = next(parameters, torch.empty(0)).device
+        device = model_device(network)
         if two_sided is None:
             two_sided = bearoff is True
         return cls(NetworkValue(network, rules), rules, _bearoff(bearoff, device),

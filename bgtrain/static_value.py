@@ -18,9 +18,9 @@ A value function (``ValueFunction``: ``evaluate(board)`` for the side to move, `
   the game is exact even then.
 
 The options are named: ``bearoff`` (a ``BearoffDatabase`` or None), ``two_sided`` (a
-``TwoSidedBearoffDatabase`` or None) and ``clamps``. Self-play and the
-0-ply benchmark agent (``bgtrain bench PATH.pt``) use the bare network (neither); ``Evaluator`` uses
-both by default. With the same options, an agent's 0-ply play and ``Evaluator.agent(0)`` are the same.
+``TwoSidedBearoffDatabase`` or None) and ``clamps``. Self-play uses the bare network (none of them);
+``Evaluator`` and the agents of ``bgtrain.arena.specs`` (``bgtrain bench PATH.pt``) use all three by
+default. With the same options, an agent's 0-ply play and ``Evaluator.agent(0)`` are the same.
 """
 
 from __future__ import annotations
@@ -66,6 +66,13 @@ class NetworkValue:
 
     def evaluate_flipped(self, afterstates: torch.Tensor) -> torch.Tensor:
         return self.network.evaluate_flipped(afterstates, self.rules)
+
+
+def model_device(model) -> torch.device:
+    """Where a model's weights live: the device its databases belong on (the CPU for an exported
+    model, which has no torch parameters)."""
+    parameters = model.parameters() if hasattr(model, "parameters") else iter(())
+    return next(parameters, torch.empty(0)).device
 
 
 class StaticValue:

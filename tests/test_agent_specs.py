@@ -33,6 +33,37 @@ def test_checkpoint_at_zero_ply_is_greedy(checkpoint):
         agent = make_agent(spec)
         assert isinstance(agent, GreedyValueAgent)
         assert agent.name == spec
+        # With the bear-off databases and clamps, as GNU Backgammon's 0-ply plays; bare on request.
+        assert agent.static.bearoff is not None and agent.static.two_sided is not None and agent.static.clamps
+        bare = make_agent(spec, bearoff=False).static
+        assert bare.bearoff is None and bare.two_sided is None and not bare.clamps
+
+
+def test_zero_ply_plays_bearoffs_from_the_database(checkpoint):
+    from bgtrain.evaluator import Evaluator
+
+    # Random bear-offs: each side's 15 checkers spread over its home points or already off.
+    generator = torch.Generator().manual_seed(11)
+    count = 200
+    boards = torch.zeros(count, 28, dtype=torch.int8)
+    for side, points in ((1, range(1, 7)), (-1, range(19, 25))):
+        homes = torch.randint(0, len(points) + 1, (count, 15), generator=generator)  # the last bin: off
+        for slot, point in enumerate(points):
+            boards[:, point] = side * (homes == slot).sum(1).to(torch.int8)
+    keep = (boards[:, 1:7] > 0).any(1) & (boards[:, 19:25] < 0).any(1)
+    boards = boards[keep]
+    dice = torch.randint(1, 7, (boards.shape[0], 2), generator=generator)
+    state = State(boards, dice, torch.zeros(boards.shape[0], dtype=torch.int8),
+                  torch.zeros(boards.shape[0], dtype=torch.int32), torch.zeros(boards.shape[0], dtype=torch.bool),
+                  torch.zeros(boards.shape[0], dtype=torch.int8))
+    afterstates = legal_afterstates(boards, dice, STANDARD)
+    agent = make_agent(str(checkpoint))
+    # The evaluator's 0-ply move choice, which answers bear-offs from its databases ...
+    evaluator = Evaluator.from_path(checkpoint)
+    assert torch.equal(agent.choose(state, afterstates), evaluator.choose(afterstates, 0))
+    # ... is not what the tiny random network alone would play.
+    bare = make_agent(str(checkpoint), bearoff=False)
+    assert not torch.equal(bare.choose(state, afterstates), agent.choose(state, afterstates))
 
 
 def positions(count: int, seed: int) -> tuple[State, Afterstates]:

@@ -12,6 +12,7 @@ import torch
 
 from bgtrain.arena.pubeval import pubeval_scores
 from bgtrain.bearoff import BearoffDatabase
+from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.static_value import NetworkValue, StaticValue, ValueFunction
 from engine.movegen import Afterstates
@@ -66,21 +67,23 @@ class PubevalAgent:
 
 class GreedyValueAgent:
     """Plays the afterstate of highest cubeless equity at 0-ply: ``bgtrain.static_value.StaticValue.plays``
-    on ``value`` (a ``ValueFunction``), so with the same ``bearoff`` and ``clamps`` it plays exactly as
-    ``Evaluator.agent(0)`` does. By default neither: the bare network, as self-play trains it and as
-    ``bgtrain bench PATH.pt`` plays it.
+    on ``value`` (a ``ValueFunction``), so with the same ``bearoff``, ``two_sided`` and ``clamps`` it
+    plays exactly as ``Evaluator.agent(0)`` does. By default none of them: the bare network, as
+    self-play trains it. ``bgtrain bench PATH.pt`` plays with all three (``bgtrain.arena.specs``), as
+    GNU Backgammon's 0-ply does.
     """
 
     def __init__(self, value: ValueFunction, name: str, rules: Rules = STANDARD,
-                 bearoff: BearoffDatabase | None = None, clamps: bool = False) -> None:
+                 bearoff: BearoffDatabase | None = None, clamps: bool = False,
+                 two_sided: TwoSidedBearoffDatabase | None = None) -> None:
         self.name = name
         self.rules = rules
-        self.static = StaticValue(value, rules, bearoff, clamps)
+        self.static = StaticValue(value, rules, bearoff, clamps, two_sided)
 
     @classmethod
     def from_network(cls, network, name: str, rules: Rules = STANDARD, **options) -> GreedyValueAgent:
         """On a model with ``evaluate(board, rules)`` and ``evaluate_flipped(board, rules)`` (a
-        ``ValueNetwork`` or an exported model); ``options``: ``bearoff``, ``clamps``."""
+        ``ValueNetwork`` or an exported model); ``options``: ``bearoff``, ``two_sided``, ``clamps``."""
         return cls(NetworkValue(network, rules), name, rules, **options)
 
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:

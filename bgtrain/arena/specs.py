@@ -4,8 +4,9 @@ Forms of ``spec`` (:data:`SPEC_FORMS`):
 
 ``random``                   uniformly random legal plays (seeded by ``seed``);
 ``pubeval``                  Tesauro's pubeval;
-``PATH.pt`` / ``PATH.pt:Nply``      a bgtrain checkpoint: 0-ply greedy play on its network by default,
-                             N-ply search (``bgtrain.evaluator``, with the bear-off database) with ``:Nply``;
+``PATH.pt`` / ``PATH.pt:Nply``      a bgtrain checkpoint: its evaluator's move choice (``bgtrain.evaluator``)
+                             at 0-ply by default, N-ply search with ``:Nply``; at every ply with the
+                             bear-off databases and the evaluator's clamps, as GNU Backgammon plays;
 ``PATH.onnx`` / ``PATH.onnx:Nply``  an exported ONNX model (``bgtrain.export.onnx_reader``), the same way;
 ``gnubg:0ply|1ply|2ply``     GNU Backgammon's checker play (``bgtrain.arena.gnubg``; ``gnubg`` alone
                              is 0-ply), when ``pip install gnubg-nn`` has been run.
@@ -47,9 +48,10 @@ def make_agent(
     seed: int = 0,
     bearoff: bool = True,
 ) -> Agent:
-    """The agent ``spec`` names (see the module docstring). ``bearoff``: whether N-ply search uses the
-    exact bear-off databases (one- and two-sided, built once into the cache on first use). Problems are ValueErrors or
-    FileNotFoundErrors with one clear line."""
+    """The agent ``spec`` names (see the module docstring). ``bearoff``: whether a model's agent uses the
+    bear-off databases (one- and two-sided, built once into the cache on first use) and the clamps, at
+    any ply; without them a 0-ply agent is the bare network, as self-play trains it. Problems are
+    ValueErrors or FileNotFoundErrors with one clear line."""
     text = spec.strip()
     lowered = text.lower()
     if lowered == "random":
@@ -101,11 +103,22 @@ def _onnx_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: 
 
 
 def network_agent(model, ply: int, name: str, rules: Rules, bearoff: bool = True) -> Agent:
-    """A model's agent (a ``ValueNetwork`` or an exported model). 0-ply: the bare model, as self-play trains it (``GreedyValueAgent``, the same play as an
-    ``Evaluator`` without clamps or database); N-ply: the evaluator's search, with its clamps and,
-    when ``bearoff``, the exact bear-off database."""
+    """A model's agent (a ``ValueNetwork`` or an exported model). 0-ply: ``GreedyValueAgent``, with the
+    bear-off databases and clamps when ``bearoff`` (the play of ``Evaluator.agent(0)``: a bear-off is
+    played from its database, as GNU Backgammon's 0-ply plays it), else the bare model, as self-play
+    trains it; N-ply: the evaluator's search, with its clamps and, when ``bearoff``, the databases."""
     if ply == 0:
-        return GreedyValueAgent.from_network(model, name, rules)
+        if not bearoff:
+            return GreedyValueAgent.from_network(model, name, rules)
+        from bgtrain.bearoff import load_bearoff_database
+        from bgtrain.bearoff_two_sided import load_two_sided_database
+        from bgtrain.static_value import model_device
+
+        device = model_device(model)
+        return GreedyValueAgent.from_network(
+            model, name, rules, bearoff=load_bearoff_database(device=device),
+            two_sided=load_two_sided_database(device=device), clamps=True,
+        )
     from bgtrain.evaluator import Evaluator
 
     return Evaluator.from_network(model, rules, bearoff=bearoff).agent(ply, name)
