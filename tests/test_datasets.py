@@ -159,3 +159,67 @@ def test_the_rollout_labeller_gives_rollout_means_and_their_errors(evaluator):
         labeller_from_spec("rollout:36:depth=3", "unused.pt")
     with pytest.raises(ValueError, match="at least 2 trials"):
         RolloutLabeller(evaluator, 1)
+
+
+def test_relabel_gives_the_same_positions_new_labels_and_resumes(tmp_path, evaluator):
+    from bgtrain.cube.efficiency import PositionKind
+    from bgtrain.datasets.relabel import relabel_dataset
+
+    # Shards of 20, 20 and 10, labelled at 1-ply; a long burn-in, so that some positions are races.
+    generate(tmp_path / "source", evaluator, GenerationSettings(**{**SETTINGS.__dict__, "burn_in_turns": 40}))
+    source = load_datasets([tmp_path / "source"])
+    torch.manual_seed(5)
+    teacher = Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+    labeller = PlyLabeller(teacher, 0, "teacher")
+
+    whole = relabel_dataset(tmp_path / "whole", tmp_path / "source", labeller, progress=False)
+    data = load_datasets([tmp_path / "whole"])
+    assert torch.equal(data.positions, source.positions) and torch.equal(data.kinds, source.kinds)
+    # The new teacher's values, not the source's labels.
+    torch.testing.assert_close(data.targets, teacher.probabilities(source.positions, 0).clamp(0, 1))
+    torch.testing.assert_close(data.zero_ply, teacher.probabilities(source.positions, 0))
+    assert not torch.allclose(data.targets, source.targets)
+    assert whole["labeller"] == {"kind": "ply", "ply": 0, "model": "teacher"}
+    assert whole["source_model"] == "tiny" and whole["relabelled"]["labeller"]["ply"] == 1
+    assert whole["relabelled"]["from"] == str(tmp_path / "source")
+    assert [shard["positions"] for shard in whole["shards"]] == [20, 20, 10]
+    assert all(len(shard["source_sha256"]) == 64 for shard in whole["shards"])
+
+    # Killed after one shard, a half-written next shard left behind: the rerun completes it exactly.
+    relabel_dataset(tmp_path / "resumed", tmp_path / "source", labeller, progress=False, stop_after_shards=1)
+    (tmp_path / "resumed" / "shard_00001.pt").write_bytes(b"half-written")
+    relabel_dataset(tmp_path / "resumed", tmp_path / "source", labeller, progress=False)
+    for name in SHARD_FIELDS:
+        assert torch.equal(getattr(load_datasets([tmp_path / "resumed"]), name), getattr(data, name)), name
+
+    # One kind only: the source's contact positions, in their order.
+    contact = relabel_dataset(tmp_path / "contact", tmp_path / "source", labeller, ("contact",), progress=False)
+    keep = source.kinds == PositionKind.CONTACT
+    assert 0 < contact["positions"] == int(keep.sum()) < len(source)
+    assert torch.equal(load_datasets([tmp_path / "contact"]).positions, source.positions[keep])
+    # Another labeller, other kinds, or the source itself as the output are refused.
+    with pytest.raises(ValueError, match="another labeller"):
+        relabel_dataset(tmp_path / "contact", tmp_path / "source", PlyLabeller(teacher, 1, "teacher"), ("contact",),
+                        progress=False)
+    with pytest.raises(ValueError, match="another relabelled"):
+        relabel_dataset(tmp_path / "contact", tmp_path / "source", labeller, ("race",), progress=False)
+    with pytest.raises(ValueError, match="its own directory"):
+        relabel_dataset(tmp_path / "source", tmp_path / "source", labeller, progress=False)
+    with pytest.raises(ValueError, match="unknown kind 'bearoff'"):
+        relabel_dataset(tmp_path / "x", tmp_path / "source", labeller, ("bearoff",), progress=False)
+
+
+def test_cli_relabel(tmp_path, capsys):
+    source = tmp_path / "source"
+    assert main(["dataset", "generate", "--model", "checkpoints/bgtrain-default.pt", "--out", str(source),
+                 "--positions", "12", "--shard-size", "6", "--games", "16", "--select-ply", "0",
+                 "--labeller", "ply:0", "--no-progress", "--seed", "2"]) == 0
+    out = tmp_path / "relabelled"
+    assert main(["dataset", "relabel", str(source), "--out", str(out), "--model", "checkpoints/bgtrain-plus.pt",
+                 "--labeller", "ply:0", "--no-progress"]) == 0
+    assert "12 positions of" in capsys.readouterr().out
+    manifest = read_manifest(out)
+    assert manifest["labeller"]["model"] == "checkpoints/bgtrain-plus.pt"
+    assert manifest["source_model"] == "checkpoints/bgtrain-default.pt"
+    assert main(["dataset", "relabel", str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert "no dataset at" in capsys.readouterr().err

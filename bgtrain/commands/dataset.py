@@ -5,6 +5,7 @@
                              [--select-ply P] [--select-threshold X] [--keep-agreeing F]
                              [--kinds race]
                              [--executor process|ray [--address A] [--workers N]]
+    bgtrain dataset relabel SOURCE --out DIR --model M [--labeller ply:1] [--kinds crashed]
     bgtrain dataset info DIR [--json]
 
 ``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
@@ -14,6 +15,10 @@ evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard 
 positions. ``--kinds race`` (or ``contact,crashed``) takes only positions of those kinds, for a
 network of one phase. Rerun the same command after a kill: complete shards are kept, the rest are written, and
 the result is the same as an uninterrupted run's.
+
+``relabel`` labels the positions of an existing dataset again (those of ``--kinds``, all by default)
+with another model or labeller, shard for shard (``bgtrain.datasets.relabel``): a stronger teacher for
+positions already found. It resumes after a kill the same way.
 
 ``--executor ray`` makes the shards on a Ray cluster (``bgtrain.distributed.datasets``: one shard per
 work unit; this process writes them and the manifest as they arrive), byte for byte the files an
@@ -50,6 +55,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--threads", type=int, help="CPU threads for torch")
     generate.add_argument("--no-progress", action="store_true")
     add_executor_arguments(generate, work_dir=False)
+    relabel = actions.add_parser("relabel", help="label an existing dataset's positions again")
+    relabel.add_argument("source", help="the dataset whose positions are labelled")
+    relabel.add_argument("--out", required=True, help="directory of the new dataset")
+    relabel.add_argument("--model", default="checkpoints/bgtrain-supervised.pt", help="model that labels")
+    relabel.add_argument("--labeller", default="ply:1", help="ply:N or rollout:TRIALS[:truncate=K]")
+    relabel.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
+                         help="keep only positions of these kinds (contact, crashed, race); default: all")
+    relabel.add_argument("--device", default="cpu")
+    relabel.add_argument("--threads", type=int, help="CPU threads for torch")
+    relabel.add_argument("--no-progress", action="store_true")
     info = actions.add_parser("info", help="summarise a dataset")
     info.add_argument("directory")
     info.add_argument("--json", action="store_true", help="print the manifest")
@@ -84,6 +99,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.action == "relabel":
+        from bgtrain.datasets.relabel import relabel_dataset
+
+        kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip())
+        read_manifest(args.source)  # a missing or foreign source: its one-line error before the model loads
+        labeller = labeller_from_spec(args.labeller, args.model, args.device)
+        manifest = relabel_dataset(args.out, args.source, labeller, kinds, progress=not args.no_progress)
+        print(f"dataset: {args.out} ({manifest['positions']:,} positions of {args.source} in "
+              f"{len(manifest['shards'])} shards, labelled by {args.labeller} of {args.model})")
+        return 0
     settings = GenerationSettings(
         positions=args.positions, shard_size=args.shard_size, seed=args.seed, games_in_parallel=args.games,
         epsilon=args.epsilon, temperature=args.temperature, sample_rate=args.sample_rate,

@@ -1,0 +1,130 @@
+"""A dataset's positions labelled again by another labeller: a stronger teacher for the same positions.
+
+Generating a dataset pays twice: self-play to find the positions, and the labels. Once a model has
+learnt from a dataset, its own search is usually a better teacher than the one that labelled it (a
+student at 1-ply beats the 2-ply of the model that taught it), so the next generation can reuse the
+positions and pay for labels only: ``relabel_dataset`` reads the source dataset shard by shard, keeps
+the positions of ``kinds`` (all when empty), labels them with ``labeller`` and writes shard k of the
+new dataset from shard k of the source, in the same order.
+
+The new manifest (``bgtrain.datasets.shards``, the same format) names the new labeller, keeps the
+source's ``source_model``, ``rules`` and ``settings`` (how the positions were found), and adds
+``relabelled``: the source directory, its labeller, the kinds kept. Each shard's entry records the
+sha256 of the source shard it came from (``source_sha256``). The shards' ``zero_ply`` are the new
+labeller's model at 0-ply (what its labels correct). As for generation, a shard is written atomically
+before the manifest lists it, so a killed run, rerun with the same command, keeps its complete shards
+and writes the rest: the result is the same as an uninterrupted run's (labels depend only on the
+shard's positions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bgtrain.datasets.generate import CANDIDATE_CHUNK, CANDIDATE_KINDS, open_dataset, record_shard
+from bgtrain.datasets.labellers import Labeller
+from bgtrain.datasets.shards import (
+    FORMAT_VERSION,
+    KIND_NAMES,
+    MANIFEST,
+    MANIFEST_FORMAT,
+    read_manifest,
+    read_shard,
+    write_shard,
+)
+
+
+def relabel_dataset(
+    directory: str | Path,
+    source: str | Path,
+    labeller: Labeller,
+    kinds: tuple[str, ...] = (),
+    progress: bool = True,
+    stop_after_shards: int | None = None,
+) -> dict[str, Any]:
+    """Write (or complete) at ``directory`` the positions of ``source`` (of ``kinds``, all when empty)
+    labelled by ``labeller``; returns the new manifest. ``labeller`` must have an ``evaluator`` (its
+    model, for ``zero_ply``). ``stop_after_shards``: stop after that many new shards (the tests' kill)."""
+    from tqdm import tqdm
+
+    directory, source = Path(directory), Path(source)
+    if directory.resolve() == source.resolve():
+        raise ValueError(f"relabel: the new dataset needs its own directory, not the source {source}")
+    unknown = sorted(set(kinds) - set(CANDIDATE_KINDS))
+    if unknown:
+        raise ValueError(f"relabel kinds: unknown kind {', '.join(map(repr, unknown))}; known: "
+                         + ", ".join(CANDIDATE_KINDS))
+    origin = read_manifest(source)
+    shards = sorted(origin["shards"], key=lambda entry: entry["index"])
+    if not shards:
+        raise ValueError(f"relabel: {source} has no complete shard")
+    header = {
+        "format": MANIFEST_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "labeller": labeller.describe(),
+        "source_model": origin["source_model"],
+        "rules": origin["rules"],
+        "settings": {"kinds": [], **origin.get("settings", {})},
+        "seed": origin["seed"],
+        "shard_size": origin["shard_size"],
+        "shards_planned": len(shards),
+        "relabelled": {"from": str(source), "labeller": origin["labeller"], "kinds": list(kinds),
+                       "source_shards": [entry["index"] for entry in shards]},
+    }
+    manifest = open_dataset(directory, header)
+    done = {entry["index"] for entry in manifest["shards"]}
+    wanted = [code for code, name in KIND_NAMES.items() if name in kinds]
+    total = sum(_kept(entry, kinds) for entry in shards)
+    bar = tqdm(total=total, initial=sum(entry["positions"] for entry in manifest["shards"]), unit="pos",
+               disable=not progress, dynamic_ncols=True)
+    written = 0
+    for entry in shards:
+        if entry["index"] in done:
+            continue
+        if stop_after_shards is not None and written >= stop_after_shards:
+            break
+        started = time.perf_counter()
+        path = source / entry["file"]
+        tensors = read_shard(path)
+        if wanted:
+            tensors = {name: values[torch.isin(tensors["kinds"].long(), torch.tensor(wanted))]
+                       for name, values in tensors.items()}
+        label_started = time.perf_counter()
+        tensors.update(_labels(tensors["positions"], labeller, bar))
+        label_seconds = time.perf_counter() - label_started
+        new_entry = write_shard(directory, entry["index"], tensors)
+        new_entry.update(candidates=int(entry["positions"]), label_seconds=round(label_seconds, 3),
+                         seconds=round(time.perf_counter() - started, 3),
+                         source_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+        record_shard(directory, manifest, new_entry)
+        written += 1
+        bar.set_postfix_str(f"{new_entry['positions'] / max(label_seconds, 1e-9):,.0f} labels/s")
+    bar.close()
+    return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
+
+
+def _kept(entry: dict[str, Any], kinds: tuple[str, ...]) -> int:
+    """Positions of a source shard that a relabelling of ``kinds`` keeps (from its manifest entry)."""
+    if not kinds:
+        return int(entry["positions"])
+    return sum(count for kind, count in entry["kinds"].items() if kind in kinds)
+
+
+def _labels(positions: torch.Tensor, labeller: Labeller, bar) -> dict[str, torch.Tensor]:
+    """``targets``, ``standard_errors`` and ``zero_ply`` of ``positions``, ``CANDIDATE_CHUNK`` at a time."""
+    parts: dict[str, list[torch.Tensor]] = {"targets": [], "standard_errors": [], "zero_ply": []}
+    for chunk in positions.split(CANDIDATE_CHUNK):
+        targets, errors = labeller.label(chunk)
+        parts["targets"].append(targets.to(torch.float32).clamp(0.0, 1.0))  # roll averages can round past 1
+        parts["standard_errors"].append(errors.to(torch.float32))
+        parts["zero_ply"].append(labeller.evaluator.probabilities(chunk, 0).to(torch.float32))
+        bar.update(chunk.shape[0])
+    if not positions.shape[0]:
+        empty = torch.zeros((0, 5), dtype=torch.float32)
+        return {name: empty for name in parts}
+    return {name: torch.cat(values) for name, values in parts.items()}
