@@ -332,8 +332,62 @@ class GnubgContact(Encoder):
         return contact_features(board, rules.checkers_per_side)
 
 
+RACE_OFF_UNITS = 14  # one-hot borne-off counts 1..14 (none off and all off need no unit)
+
+
+def _crossings(board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mover's, opponent's) quadrant crossings still to make: a checker on a side's point p (its own
+    numbering, home board 1..6) crosses ``(p - 1) // 6`` quadrant lines to get home, one on the bar
+    four; summed over the side's checkers. ``int32[B]`` each."""
+    points = torch.arange(1, 25, device=board.device, dtype=torch.int32)
+    per_point = (points - 1) // 6
+    b = board.to(torch.int32)
+    mover = (b[:, 1:25].clamp(min=0) * per_point).sum(-1) + 4 * b[:, MOVER_BAR].clamp(min=0)
+    opponent = ((-b[:, 1:25]).clamp(min=0) * per_point.flip(0)).sum(-1) + 4 * (-b[:, OPPONENT_BAR]).clamp(min=0)
+    return mover, opponent
+
+
+class GnubgRace(Encoder):
+    """The 198 Tesauro units followed by the inputs GNU Backgammon's race network adds to its point
+    units (``eval.c``'s race inputs: borne-off checkers one-hot, cross-overs), and pip counts:
+
+    ==========  ==========================================================================================
+    units       meaning
+    ==========  ==========================================================================================
+    0 .. 197    ``Tesauro198``
+    198, 199    pip counts / 100: the mover's, the opponent's
+    200, 201    quadrant crossings still to make / 10 (``_crossings``): the mover's, the opponent's
+    202 .. 215  the mover has borne off exactly k checkers, k = 1 .. 14 (one unit each)
+    216 .. 229  the same for the opponent
+    ==========  ==========================================================================================
+
+    The crossings say how far outside checkers are from home in whole quadrants, the measure of a
+    bear-in's wastage that the pip count misses; the borne-off counts, one-hot, let a race network
+    treat each stage of a bear-off apart (the gammon saved at the first checker off, say). Units 0..201
+    are column-separable; 202..229 come from ``extra_units``. Each opponent unit equals the mover's
+    unit of ``flip_board(board)``.
+    """
+
+    name = "gnubg_race"
+    version = 1
+    size = 230
+    separable_size = 202
+
+    def encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+        mover, opponent = _crossings(board)
+        crossings = torch.stack((mover, opponent), dim=-1).to(torch.float32) / 10.0
+        return torch.cat((ENCODERS["tesauro198"].encode(board, rules), TesauroPlus._pips(board), crossings,
+                          self.extra_units(board, rules)), dim=-1)
+
+    def extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+        counts = torch.arange(1, RACE_OFF_UNITS + 1, device=board.device, dtype=torch.int32)
+        mover_off, opponent_off = borne_off(board, rules.checkers_per_side)
+        return torch.cat((mover_off.to(torch.int32)[:, None] == counts,
+                          opponent_off.to(torch.int32)[:, None] == counts), dim=-1).to(torch.float32)
+
+
 ENCODERS: dict[str, Encoder] = {
-    encoder.name: encoder for encoder in (Tesauro198(), TesauroPlus(), GnubgContact())
+    encoder.name: encoder for encoder in (Tesauro198(), TesauroPlus(), GnubgContact(), GnubgRace())
 }
 
 

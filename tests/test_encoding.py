@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import board_from_counts, random_boards
+from helpers import board_from_counts, board_from_drawing, random_boards
 
 from bgtrain.encoding import ENCODERS, FirstLayerTable, _escape_table, get_encoder
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
@@ -238,3 +238,40 @@ def test_feature_helpers() -> None:
 def test_get_encoder_unknown_name_lists_known() -> None:
     with pytest.raises(ValueError, match="tesauro198"):
         get_encoder("no-such-encoder")
+
+
+def test_gnubg_race_units_by_hand() -> None:
+    # A race. The mover (X): 3 on its 13-point (2 crossings each), 2 on its 8-point (1 each), 5 on
+    # its 6-point and 3 on its 2-point; 2 borne off. Pips 3*13 + 2*8 + 5*6 + 3*2 = 91; crossings 8.
+    # The opponent (O): 4 on its 7-point (its 7 is the mover's 18; 1 crossing each), 6 on its 1-point
+    # (the mover's 24); 5 borne off. Pips 4*7 + 6*1 = 34; crossings 4.
+    board = torch.tensor([board_from_drawing("""
+         13  14  15  16  17  18 | 19  20  21  22  23  24
+         X3   .   .   .   .  O4 |  .   .   .   .   .  O6
+          .   .   .   .  X2   . | X5   .   .   .  X3   .
+         12  11  10   9   8   7 |  6   5   4   3   2   1
+    """)], dtype=torch.int8)
+    units = get_encoder("gnubg_race").encode(board, STANDARD)[0]
+    assert units.shape == (230,)
+    assert units[198:202].tolist() == pytest.approx([0.91, 0.34, 0.8, 0.4])
+    mover_off, opponent_off = units[202:216], units[216:230]
+    assert mover_off.tolist() == [1.0 if k == 2 else 0.0 for k in range(1, 15)]
+    assert opponent_off.tolist() == [1.0 if k == 5 else 0.0 for k in range(1, 15)]
+    # None off: no unit lit; a checker on the bar makes four crossings.
+    start = STANDARD.start_board().unsqueeze(0).clone()
+    units = get_encoder("gnubg_race").encode(start, STANDARD)[0]
+    # The start: 2 on the 24-point (3 each), 5 on the 13 (2 each), 3 on the 8 (1 each): 6 + 10 + 3 = 19.
+    assert units[200:202].tolist() == pytest.approx([1.9, 1.9]) and units[202:].abs().sum() == 0
+    start[0, 24] -= 1
+    start[0, MOVER_BAR] += 1
+    assert float(get_encoder("gnubg_race").encode(start, STANDARD)[0, 200]) == pytest.approx(2.0)
+
+
+def test_gnubg_race_flip_symmetry() -> None:
+    encoder = get_encoder("gnubg_race")
+    boards = torch.cat((random_boards(1000, seed=9, in_hand=True), random_boards(300, seed=10, race=True)))
+    units, flipped = encoder.encode(boards, STANDARD), encoder.encode(flip_board(boards), STANDARD)
+    assert torch.equal(flipped[:, :198], _swap_sides_tesauro(units[:, :198]))
+    for first in (198, 200):  # (mover, opponent) pairs
+        assert torch.equal(flipped[:, first : first + 2], units[:, first : first + 2].flip(-1))
+    assert torch.equal(flipped[:, 202:216], units[:, 216:230])

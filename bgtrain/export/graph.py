@@ -6,7 +6,9 @@ import torch
 from torch import nn
 
 from bgtrain.encoding import (
+    ENCODERS,
     Encoder,
+    _crossings,
     _escape_table,
 )
 from engine.board import (
@@ -166,6 +168,27 @@ class GraphGnubgUnits(nn.Module):
         return contact_features(board, self.checkers)
 
 
+class GraphCrossingUnits(nn.Module):
+    """``GnubgRace`` units 200, 201, the quadrant crossings / 10: ``int8[B, 28]`` -> ``float32[B, 2]``
+    (the encoder's own integer sums, which trace as they are)."""
+
+    def forward(self, board: torch.Tensor) -> torch.Tensor:
+        mover, opponent = _crossings(board)
+        return torch.stack((mover, opponent), dim=-1).to(torch.float32) / 10.0
+
+
+class GraphOffUnits(nn.Module):
+    """``GnubgRace.extra_units``, the one-hot borne-off counts: ``int8[B, 28]`` -> ``float32[B, 28]``
+    (comparisons with a constant range: the encoder's own code)."""
+
+    def __init__(self, rules: Rules):
+        super().__init__()
+        self.rules = rules
+
+    def forward(self, board: torch.Tensor) -> torch.Tensor:
+        return ENCODERS["gnubg_race"].extra_units(board, self.rules)
+
+
 def graph_extra_units(encoder: Encoder, rules: Rules | None = None) -> nn.Module | None:
     """The exportable module computing ``encoder.extra_units``; None when the encoder has none."""
     if encoder.separable_size == encoder.size:
@@ -174,6 +197,8 @@ def graph_extra_units(encoder: Encoder, rules: Rules | None = None) -> nn.Module
         return GraphRaceUnits()
     if encoder.name == "gnubg_contact" and encoder.version == 1:
         return GraphGnubgUnits(rules or STANDARD)
+    if encoder.name == "gnubg_race" and encoder.version == 1:
+        return GraphOffUnits(rules or STANDARD)
     raise ValueError(f"encoder {encoder.name!r} version {encoder.version} has no in-graph version of its "
                      "non-separable units; export it with --bare (the network alone, on encoded inputs)")
 
@@ -183,7 +208,7 @@ class GraphEncoder(nn.Module):
 
     def __init__(self, encoder: Encoder, rules: Rules):
         super().__init__()
-        if encoder.name not in ("tesauro198", "tesauro_plus", "gnubg_contact") or encoder.version != 1:
+        if encoder.name not in ("tesauro198", "tesauro_plus", "gnubg_contact", "gnubg_race") or encoder.version != 1:
             raise ValueError(f"encoder {encoder.name!r} version {encoder.version} has no in-graph version; "
                              "export it with --bare (the network alone, on encoded inputs)")
         parts: list[nn.Module] = [GraphPointUnits(rules)]
@@ -191,6 +216,8 @@ class GraphEncoder(nn.Module):
             parts += [GraphPipUnits(), GraphRaceUnits()]
         if encoder.name == "gnubg_contact":
             parts.append(GraphGnubgUnits(rules))
+        if encoder.name == "gnubg_race":
+            parts += [GraphPipUnits(), GraphCrossingUnits(), GraphOffUnits(rules)]
         self.parts = nn.ModuleList(parts)
 
     def forward(self, board: torch.Tensor) -> torch.Tensor:
