@@ -4,7 +4,8 @@ A checkpoint is one ``torch.save`` file holding a dict (``checkpoint_payload`` b
 
 ``format``       "bgtrain-checkpoint" and ``format_version``;
 ``model``        ``ValueNetwork.model_args()``: encoder name and version, hidden sizes, activation (or, for a
-                 phase model, ``{"kind": "phases", "phases": {phase: those}}``, ``bgtrain.phases``);
+                 phase model, ``{"kind": "phases", "phases": {phase: those}}``, ``bgtrain.phases``; for
+                 an ensemble, ``{"kind": "ensemble", "members": [those]}``, ``bgtrain.ensembles``);
 ``weights``      the network's state dict;
 ``config``       the resolved run config (``config_to_dict``);
 ``rules``        the name of the variant the network plays;
@@ -101,14 +102,19 @@ def _check_entries(path: Path, payload: dict[str, Any]) -> None:
 
 
 def _network_descriptions(path: Path, model: dict[str, Any]) -> list[dict[str, Any]]:
-    """The network descriptions in a model entry: itself, or one per phase for a phase model
-    (``bgtrain.phases``)."""
+    """The single networks' descriptions in a model entry: itself, one per phase of a phase model
+    (``bgtrain.phases``), one per member of an ensemble (``bgtrain.ensembles``)."""
+    if model.get("kind") == "ensemble":
+        members = model.get("members")
+        if not isinstance(members, list) or not all(isinstance(member, dict) for member in members):
+            raise ValueError(f"{path} is damaged: the ensemble's 'members' entry is not a list of networks")
+        return members
     if model.get("kind") != "phases":
         return [model]
     phases = model.get("phases")
     if not isinstance(phases, dict) or not all(isinstance(value, dict) for value in phases.values()):
         raise ValueError(f"{path} is damaged: the phase model's 'phases' entry is not a table of networks")
-    return list(phases.values())
+    return [network for phase in phases.values() for network in _network_descriptions(path, phase)]
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:

@@ -23,11 +23,14 @@ from typing import Any
 import torch
 from torch import nn
 
+from bgtrain.ensembles import KIND as ENSEMBLE
+from bgtrain.ensembles import EnsembleNetwork
 from bgtrain.network import ValueNetwork
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND
 from engine.rules import STANDARD, Rules
 
 PHASES = ("contact", "crashed", "race")
+Sources = str | Path | list[str | Path]  # a phase's checkpoint, or several for an ensemble
 CONTACT, CRASHED, RACE = range(3)
 
 
@@ -62,7 +65,7 @@ def phase_index(board: torch.Tensor) -> torch.Tensor:
 class PhaseNetwork(nn.Module):
     """A ``ValueNetwork`` per phase (``PHASES``), each position evaluated by its phase's network."""
 
-    def __init__(self, networks: dict[str, ValueNetwork]):
+    def __init__(self, networks: dict[str, ValueNetwork | EnsembleNetwork]):
         super().__init__()
         if set(networks) != set(PHASES):
             raise ValueError(f"a phase model needs networks for {', '.join(PHASES)}, not {', '.join(networks)}")
@@ -73,7 +76,7 @@ class PhaseNetwork(nn.Module):
 
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> PhaseNetwork:
-        return cls({name: ValueNetwork.from_args(args["phases"][name]) for name in PHASES})
+        return cls({name: network_from_args(args["phases"][name]) for name in PHASES})
 
     @property
     def encoder(self):
@@ -104,33 +107,54 @@ class PhaseNetwork(nn.Module):
         return self._route(board, lambda network, rows: network.evaluate_flipped(rows, rules))
 
 
-def model_from_args(args: dict[str, Any]) -> ValueNetwork | PhaseNetwork:
-    """The model a checkpoint's ``model`` entry describes."""
-    if args.get("kind") == "phases":
-        return PhaseNetwork.from_args(args)
+def network_from_args(args: dict[str, Any]) -> ValueNetwork | EnsembleNetwork:
+    """The network of one phase (or of a whole model without phases): a ``ValueNetwork``, or an
+    ``bgtrain.ensembles.EnsembleNetwork`` of several."""
+    if args.get("kind") == ENSEMBLE:
+        return EnsembleNetwork.from_args(args)
     return ValueNetwork.from_args(args)
 
 
-def combine_checkpoints(contact: str | Path, crashed: str | Path, race: str | Path, path: str | Path) -> Path:
-    """Write a phase model checkpoint at ``path`` from three checkpoints of single networks."""
+def model_from_args(args: dict[str, Any]) -> ValueNetwork | EnsembleNetwork | PhaseNetwork:
+    """The model a checkpoint's ``model`` entry describes."""
+    if args.get("kind") == "phases":
+        return PhaseNetwork.from_args(args)
+    return network_from_args(args)
+
+
+def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path: str | Path) -> Path:
+    """Write a phase model checkpoint at ``path`` from checkpoints of single networks: one per phase,
+    or for a phase a list of several, which become its ``EnsembleNetwork``."""
     from bgtrain.checkpoint import checkpoint_payload, load_network, save_checkpoint
 
-    networks, payloads = {}, {}
-    for name, source in zip(PHASES, (contact, crashed, race)):
-        network, payload = load_network(source)
-        if network.model_args().get("kind") == "phases":
-            raise ValueError(f"{source} is a phase model already; give single networks")
-        networks[name], payloads[name] = network, payload
+    networks, payloads, sources = {}, {}, {}
+    for name, given in zip(PHASES, (contact, crashed, race)):
+        sources[name] = [str(given)] if isinstance(given, (str, Path)) else [str(source) for source in given]
+        members = []
+        for source in sources[name]:
+            network, payload = load_network(source)
+            kind = network.model_args().get("kind")
+            if kind in ("phases", ENSEMBLE):
+                what = "a phase model" if kind == "phases" else "an ensemble"
+                raise ValueError(f"{source} is {what} already; give single networks")
+            members.append(network)
+            payloads.setdefault(name, []).append(payload)
+        networks[name] = members[0] if len(members) == 1 else EnsembleNetwork(members)
     model = PhaseNetwork(networks)
-    rules = {payload.get("rules", "backgammon") for payload in payloads.values()}
+    every = [payload for name in PHASES for payload in payloads[name]]
+    rules = {payload.get("rules", "backgammon") for payload in every}
     if len(rules) != 1:
-        raise ValueError(f"the three networks were trained for different variants: {sorted(rules)}")
-    # The counters are the three networks' summed; each network's own stay beside them.
+        raise ValueError(f"the networks were trained for different variants: {sorted(rules)}")
+    # The counters are all the networks' summed; each network's own stay beside them.
     counters: dict[str, float] = {}
-    for name in PHASES:
-        for key, value in payloads[name]["counters"].items():
+    for payload in every:
+        for key, value in payload["counters"].items():
             counters[key] = counters.get(key, 0) + value
-    payload = checkpoint_payload(model, payloads["contact"]["config"], rules.pop(), counters)
-    payload["phase_counters"] = {name: payloads[name]["counters"] for name in PHASES}
-    payload["sources"] = {name: str(source) for name, source in zip(PHASES, (contact, crashed, race))}
+    payload = checkpoint_payload(model, payloads["contact"][0]["config"], rules.pop(), counters)
+
+    def one_or_list(values: list):
+        return values[0] if len(values) == 1 else values
+
+    payload["phase_counters"] = {name: one_or_list([p["counters"] for p in payloads[name]]) for name in PHASES}
+    payload["sources"] = {name: one_or_list(sources[name]) for name in PHASES}
     return save_checkpoint(path, payload)

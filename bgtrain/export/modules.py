@@ -127,7 +127,7 @@ class PhaseBoardModel(nn.Module):
         super().__init__()
         from bgtrain.phases import PHASES
 
-        self.models = nn.ModuleList(BoardModel(network.phases[name], rules, first_layer, embedding_bag)
+        self.models = nn.ModuleList(board_model(network.phases[name], rules, first_layer, embedding_bag)
                                     for name in PHASES)
 
     def forward(self, board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -140,6 +140,34 @@ class PhaseBoardModel(nn.Module):
             probabilities = torch.where((phase == index).unsqueeze(1), here, probabilities)
             equity = torch.where(phase == index, here_equity, equity)
         return probabilities, equity
+
+
+class EnsembleBoardModel(nn.Module):
+    """A ``bgtrain.ensembles.EnsembleNetwork`` as one graph: its members' ``BoardModel``s, averaged (the
+    equity too, which is linear in the probabilities)."""
+
+    def __init__(self, network, rules: Rules = STANDARD, first_layer: str = "pairs", embedding_bag: bool = False):
+        super().__init__()
+        self.models = nn.ModuleList(BoardModel(member, rules, first_layer, embedding_bag) for member in network.members)
+
+    def forward(self, board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        probabilities, equity = self.models[0](board)
+        for model in self.models[1:]:
+            here, here_equity = model(board)
+            probabilities, equity = probabilities + here, equity + here_equity
+        return probabilities / len(self.models), equity / len(self.models)
+
+
+def board_model(network, rules: Rules = STANDARD, first_layer: str = "pairs", embedding_bag: bool = False
+                ) -> nn.Module:
+    """The exported module of a network, an ensemble or a phase model (``board: int8[B, 28]`` ->
+    ``(probabilities, equity)``)."""
+    kind = network.model_args().get("kind")
+    if kind == "phases":
+        return PhaseBoardModel(network, rules, first_layer, embedding_bag)
+    if kind == "ensemble":
+        return EnsembleBoardModel(network, rules, first_layer, embedding_bag)
+    return BoardModel(network, rules, first_layer, embedding_bag)
 
 
 class BareModel(nn.Module):

@@ -26,7 +26,7 @@ from bgtrain.export.format import (
     equity_meaning,
     require_onnx,
 )
-from bgtrain.export.modules import BareModel, BoardModel, PhaseBoardModel
+from bgtrain.export.modules import BareModel, board_model
 from bgtrain.files import atomic_write
 from bgtrain.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
@@ -108,18 +108,15 @@ def export_model(network: ValueNetwork, payload: dict[str, Any], path: str | Pat
     boards = check_positions(rules)
     with torch.no_grad():
         want = network.evaluate(boards, rules)
-        phases = network.model_args().get("kind") == "phases"
-        if bare and phases:
-            raise ValueError("a phase model has no single encoded input; export it without --bare")
-        if phases:
-            module: nn.Module = PhaseBoardModel(network, rules, first_layer,
-                                                embedding_bag=file_format == "torchscript").eval()
-            example = boards
-        elif bare:
-            module = BareModel(network, rules).eval()
+        kind = network.model_args().get("kind")
+        if bare and kind in ("phases", "ensemble"):
+            name = "a phase model" if kind == "phases" else "an ensemble"
+            raise ValueError(f"{name} has no single encoded input; export it without --bare")
+        if bare:
+            module: nn.Module = BareModel(network, rules).eval()
             example = network.encoder.encode(boards, rules)
         else:
-            module = BoardModel(network, rules, first_layer, embedding_bag=file_format == "torchscript").eval()
+            module = board_model(network, rules, first_layer, embedding_bag=file_format == "torchscript").eval()
             example = boards
         module.requires_grad_(False)  # an inference model: outputs that need no .detach()
         probabilities, equity = module(example)
