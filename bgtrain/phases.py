@@ -8,7 +8,9 @@ bear-off database). It has the ``ValueNetwork`` evaluation interface (``evaluate
 ``league`` take it like any network. A checkpoint of one has ``model = {"kind": "phases", "phases":
 {name: ValueNetwork.model_args()}}`` and the sub-networks' weights under ``phases.<name>.`` prefixes
 (``bgtrain.checkpoint``); ``combine_checkpoints`` builds one from three ordinary checkpoints (for
-example three supervised runs, each with ``[supervised] kinds`` set to one phase).
+example three supervised runs, each with ``[supervised] kinds`` set to one phase), or from a list of
+checkpoints for a phase, which then holds their ``bgtrain.ensembles.EnsembleNetwork`` (its entry
+``{"kind": "ensemble", "members": [...]}``).
 
 ``phase_index`` is written in exportable operations (reductions over points, comparisons), so an
 exported phase model (``bgtrain.export``) computes every sub-network and picks each row's with
@@ -63,7 +65,8 @@ def phase_index(board: torch.Tensor) -> torch.Tensor:
 
 
 class PhaseNetwork(nn.Module):
-    """A ``ValueNetwork`` per phase (``PHASES``), each position evaluated by its phase's network."""
+    """A network per phase (``PHASES``: a ``ValueNetwork`` or an ``EnsembleNetwork`` of several), each
+    position evaluated by its phase's network."""
 
     def __init__(self, networks: dict[str, ValueNetwork | EnsembleNetwork]):
         super().__init__()
