@@ -80,12 +80,7 @@ class GenerationSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", tuple(self.kinds))  # a list from JSON or TOML
-        # Only kinds a network is asked about: a finished game is never a candidate, and the bear-offs
-        # the database covers are left out, so asking for those would sample forever.
-        unknown = sorted(set(self.kinds) - set(CANDIDATE_KINDS))
-        if unknown:
-            raise ValueError(f"dataset kinds: unknown kind {', '.join(map(repr, unknown))}; known: "
-                             + ", ".join(CANDIDATE_KINDS))
+        kind_codes(self.kinds, "dataset")
         if self.burn_in_turns < 0:
             raise ValueError(f"dataset burn_in_turns must be >= 0, not {self.burn_in_turns}")
         for name in ("positions", "shard_size", "games_in_parallel", "turn_limit"):
@@ -105,6 +100,20 @@ class GenerationSettings:
 
     def shard_positions(self, index: int) -> int:
         return min(self.shard_size, self.positions - index * self.shard_size)
+
+
+def kind_codes(kinds, what: str) -> torch.Tensor | None:
+    """The ``PositionKind`` codes of the kind names ``kinds`` (``int64[K]``), None when there are none;
+    a ValueError names an unknown kind (``what`` says whose). Only kinds a network is asked about: a
+    finished game is never a candidate, and the bear-offs the database covers are left out, so asking
+    for those would sample forever."""
+    unknown = sorted(set(kinds) - set(CANDIDATE_KINDS))
+    if unknown:
+        raise ValueError(f"{what} kinds: unknown kind {', '.join(map(repr, unknown))}; known: "
+                         + ", ".join(CANDIDATE_KINDS))
+    if not kinds:
+        return None
+    return torch.tensor([code for code, name in KIND_NAMES.items() if name in kinds], dtype=torch.int64)
 
 
 def shard_seed(seed: int, index: int) -> int:
@@ -207,9 +216,7 @@ def generate_shard(evaluator: Evaluator, labeller: Labeller, settings: Generatio
     pending: list[torch.Tensor] = []
     have = candidates = 0
     label_seconds = 0.0
-    wanted_kinds = None
-    if settings.kinds:
-        wanted_kinds = torch.tensor([code for code, name in KIND_NAMES.items() if name in settings.kinds])
+    wanted_kinds = kind_codes(settings.kinds, "dataset")
     for _ in range(settings.burn_in_turns):
         state = _play_turn(state, evaluator, settings, draws, dice)
     while have < wanted:

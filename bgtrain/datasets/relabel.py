@@ -26,11 +26,10 @@ from typing import Any
 
 import torch
 
-from bgtrain.datasets.generate import CANDIDATE_CHUNK, CANDIDATE_KINDS, open_dataset, record_shard
+from bgtrain.datasets.generate import CANDIDATE_CHUNK, kind_codes, open_dataset, record_shard
 from bgtrain.datasets.labellers import Labeller
 from bgtrain.datasets.shards import (
     FORMAT_VERSION,
-    KIND_NAMES,
     MANIFEST,
     MANIFEST_FORMAT,
     read_manifest,
@@ -55,10 +54,7 @@ def relabel_dataset(
     directory, source = Path(directory), Path(source)
     if directory.resolve() == source.resolve():
         raise ValueError(f"relabel: the new dataset needs its own directory, not the source {source}")
-    unknown = sorted(set(kinds) - set(CANDIDATE_KINDS))
-    if unknown:
-        raise ValueError(f"relabel kinds: unknown kind {', '.join(map(repr, unknown))}; known: "
-                         + ", ".join(CANDIDATE_KINDS))
+    wanted = kind_codes(kinds, "relabel")
     origin = read_manifest(source)
     shards = sorted(origin["shards"], key=lambda entry: entry["index"])
     if not shards:
@@ -78,7 +74,6 @@ def relabel_dataset(
     }
     manifest = open_dataset(directory, header)
     done = {entry["index"] for entry in manifest["shards"]}
-    wanted = [code for code, name in KIND_NAMES.items() if name in kinds]
     total = sum(_kept(entry, kinds) for entry in shards)
     bar = tqdm(total=total, initial=sum(entry["positions"] for entry in manifest["shards"]), unit="pos",
                disable=not progress, dynamic_ncols=True)
@@ -91,9 +86,9 @@ def relabel_dataset(
         started = time.perf_counter()
         path = source / entry["file"]
         tensors = read_shard(path)
-        if wanted:
-            tensors = {name: values[torch.isin(tensors["kinds"].long(), torch.tensor(wanted))]
-                       for name, values in tensors.items()}
+        if wanted is not None:
+            keep = torch.isin(tensors["kinds"].long(), wanted)
+            tensors = {name: values[keep] for name, values in tensors.items()}
         label_started = time.perf_counter()
         tensors.update(_labels(tensors["positions"], labeller, bar))
         label_seconds = time.perf_counter() - label_started
