@@ -60,14 +60,14 @@ def _describe(error: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bgtrain.config import split_overrides
+    from bgtrain.training.config import split_overrides
 
     argv = list(sys.argv[1:] if argv is None else argv)
     original = list(argv)
     name = argv[0] if argv else ""
     overrides = []
     if name in COMMANDS and getattr(importlib.import_module(f"bgtrain.commands.{name}"), "CONFIG_OVERRIDES", False):
-        # Config overrides (section.key=value, --section.key value) are read by bgtrain.config alone.
+        # Config overrides (section.key=value, --section.key value) are read by bgtrain.training.config alone.
         try:
             rest, overrides = split_overrides(argv[1:])
         except ValueError as error:

@@ -30,14 +30,14 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.config import load_config
+from bgtrain.training.config import load_config
 from bgtrain.datasets.generate import GenerationSettings
 from bgtrain.distributed.datasets import generate_dataset_distributed
 from bgtrain.distributed.duels import play_duel_chunked
 from bgtrain.distributed.executor import InProcessExecutor, WorkUnit, make_executor, run_tasks
 from bgtrain.distributed.rollouts import model_recipe, rollout_distributed
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
-from bgtrain.network import ValueNetwork
+from bgtrain.model.network import ValueNetwork
 from bgtrain.rollout import RolloutSettings
 from engine.position_id import decode_position_id
 

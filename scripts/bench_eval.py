@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 
 from bgtrain.arena.duel import play_duel
-from bgtrain.checkpoint import load_network
-from bgtrain.evaluator import Evaluator, MoveFilter
-from bgtrain.network import ValueNetwork
+from bgtrain.model.checkpoint import load_network
+from bgtrain.values.evaluator import Evaluator, MoveFilter
+from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from engine.movegen import legal_afterstates
 from engine.random_play import sample_positions

@@ -24,10 +24,10 @@ from pathlib import Path
 import torch
 
 import bgtrain.export.onnx_reader
-from bgtrain.checkpoint import load_network
+from bgtrain.model.checkpoint import load_network
 from bgtrain.export import FIRST_LAYERS, export_model
 from bgtrain.export.onnx_reader import OnnxValueModel
-from bgtrain.network import ValueNetwork
+from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from engine.random_play import sample_positions
 from engine.rules import STANDARD

@@ -1,4 +1,4 @@
-"""Speed of the GNU Backgammon-style contact inputs (``bgtrain.gnubg_inputs``) against the other encoders.
+"""Speed of the GNU Backgammon-style contact inputs (``bgtrain.model.gnubg_inputs``) against the other encoders.
 
     python scripts/bench_gnubg_inputs.py [--batch 4096] [--repeats 5] [--threads 1]
 
@@ -15,9 +15,9 @@ import time
 
 import torch
 
-from bgtrain.encoding import ENCODERS
-from bgtrain.gnubg_inputs import contact_features
-from bgtrain.network import ValueNetwork
+from bgtrain.model.encoding import ENCODERS
+from bgtrain.model.gnubg_inputs import contact_features
+from bgtrain.model.network import ValueNetwork
 from engine.random_play import sample_positions
 from engine.rules import STANDARD
 

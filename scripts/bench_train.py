@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from bgtrain.config import load_config
-from bgtrain.train import Run, selfplay_turn
+from bgtrain.training.config import load_config
+from bgtrain.training.td import Run, selfplay_turn
 from engine import kernels
 from engine.game import new_games, play
 

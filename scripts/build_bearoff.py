@@ -1,5 +1,5 @@
-"""Build the one-sided bear-off database (``bgtrain.bearoff``), or the two-sided one
-(``bgtrain.bearoff_two_sided``, ``--two-sided``), and cache it.
+"""Build the one-sided bear-off database (``bgtrain.values.bearoff``), or the two-sided one
+(``bgtrain.values.bearoff_two_sided``, ``--two-sided``), and cache it.
 
     python scripts/build_bearoff.py [--out PATH] [--max-checkers 15] [--threads 1] [--force]
     python scripts/build_bearoff.py --two-sided [--max-checkers 6] [--out PATH] [--threads 1] [--force]
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import torch
 
-from bgtrain import bearoff_two_sided
-from bgtrain.bearoff import MAX_CHECKERS, all_positions, build_bearoff_database, default_path
+from bgtrain.values import bearoff_two_sided
+from bgtrain.values.bearoff import MAX_CHECKERS, all_positions, build_bearoff_database, default_path
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""Measure how closely the two-sided bear-off database (``bgtrain.bearoff_two_sided``) agrees with GNU
+"""Measure how closely the two-sided bear-off database (``bgtrain.values.bearoff_two_sided``) agrees with GNU
 Backgammon's own two-sided database (``gnubg_ts0.bd``: six checkers a side on six points).
 
 Needs the optional dependency ``gnubg`` (PyPI package "gnubg"). For random pairs of bear-off positions
@@ -27,8 +27,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_cube_gnubg import Gnubg, Scenario
 
-from bgtrain.bearoff import all_positions
-from bgtrain.bearoff_two_sided import load_two_sided_database
+from bgtrain.values.bearoff import all_positions
+from bgtrain.values.bearoff_two_sided import load_two_sided_database
 from bgtrain.cube import CubeState, MoneyGame, action_label
 from engine.position_id import encode_position_id
 

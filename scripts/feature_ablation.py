@@ -36,9 +36,9 @@ from bgtrain.benchmark.decisions import load_decisions
 from bgtrain.benchmark.scorer import decision_losses, mean_interval
 from bgtrain.datasets import load_datasets
 from bgtrain.files import atomic_write
-from bgtrain.gnubg_inputs import FEATURES, HALF_SIZE
-from bgtrain.network import ValueNetwork
-from bgtrain.supervised import encode_all
+from bgtrain.model.gnubg_inputs import FEATURES, HALF_SIZE
+from bgtrain.model.network import ValueNetwork
+from bgtrain.training.supervised import encode_all
 from engine.rules import STANDARD
 
 TESAURO_UNITS = 198

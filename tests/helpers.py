@@ -147,7 +147,7 @@ def compile_mode(mode: str):
 
 
 class FunctionValue:
-    """A ``bgtrain.static_value.ValueFunction`` from ``evaluate(board int8[N, 28]) -> float[N, 5]``
+    """A ``bgtrain.values.static_value.ValueFunction`` from ``evaluate(board int8[N, 28]) -> float[N, 5]``
     (for the side to move) alone."""
 
     def __init__(self, evaluate) -> None:
@@ -162,9 +162,9 @@ class FunctionValue:
 
 def tiny_checkpoint(path: Path, seed: int = 5, hidden=(8,), encoder: str = "tesauro198", **payload) -> Path:
     """A loadable checkpoint of a small seeded network at ``path``; ``payload`` adds or replaces entries."""
-    from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
-    from bgtrain.config import Config
-    from bgtrain.network import ValueNetwork
+    from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
+    from bgtrain.training.config import Config
+    from bgtrain.model.network import ValueNetwork
 
     torch.manual_seed(seed)
     network = ValueNetwork(encoder, list(hidden), "sigmoid")

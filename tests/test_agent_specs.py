@@ -40,7 +40,7 @@ def test_checkpoint_at_zero_ply_is_greedy(checkpoint):
 
 
 def test_zero_ply_plays_bearoffs_from_the_database(checkpoint):
-    from bgtrain.evaluator import Evaluator
+    from bgtrain.values.evaluator import Evaluator
 
     # Random bear-offs: each side's 15 checkers spread over its home points or already off.
     generator = torch.Generator().manual_seed(11)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from helpers import bearoff_board, roll_weight
 
-from bgtrain.bearoff import (
+from bgtrain.values.bearoff import (
     BearoffDatabase,
     all_positions,
     build_bearoff_database,

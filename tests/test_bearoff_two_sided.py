@@ -12,19 +12,19 @@ import pytest
 import torch
 from helpers import compile_mode
 
-from bgtrain.bearoff import all_positions, build_bearoff_database, position_count, rank
-from bgtrain.bearoff import default_path as one_sided_default_path
-from bgtrain.bearoff_two_sided import (
+from bgtrain.values.bearoff import all_positions, build_bearoff_database, position_count, rank
+from bgtrain.values.bearoff import default_path as one_sided_default_path
+from bgtrain.values.bearoff_two_sided import (
     TwoSidedBearoffDatabase,
     build_two_sided_database,
     default_path,
     load_two_sided_database,
 )
-from bgtrain.checkpoint import save_checkpoint
+from bgtrain.model.checkpoint import save_checkpoint
 from bgtrain.cli import main
 from bgtrain.cube import CubeAction, CubeState, MatchGame, MoneyGame, TakeAction
-from bgtrain.evaluator import Evaluator
-from bgtrain.network import ValueNetwork
+from bgtrain.values.evaluator import Evaluator
+from bgtrain.model.network import ValueNetwork
 from engine.board import flip_board
 from engine.position_id import encode_position_id
 from engine.reference import reference_afterstates

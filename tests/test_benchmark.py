@@ -283,7 +283,7 @@ def test_shipped_candidates_are_legal_plays():
 
 
 def test_training_hook_logs_three_error_rates():
-    from bgtrain.network import ValueNetwork
+    from bgtrain.model.network import ValueNetwork
 
     class Writer:
         def __init__(self):

@@ -10,7 +10,7 @@ from helpers import has_gnubg, tiny_checkpoint
 
 from bgtrain.arena.duel import DuelResult
 from bgtrain.arena.league import fit_ratings
-from bgtrain.arena.matfile import read_mat, replay_game
+from bgtrain.matfile import read_mat, replay_game
 from bgtrain.cli import main
 
 

@@ -35,7 +35,7 @@ def test_missing_web_packages_name_the_extra(monkeypatch, capsys):
 
 def test_the_command_resumes_the_saved_session_and_serves_the_page(tmp_path):
     pytest.importorskip("uvicorn")
-    from bgtrain.evaluator import Evaluator
+    from bgtrain.values.evaluator import Evaluator
     from bgtrain.web.dice import SeededDice
     from bgtrain.web.game import Session, Settings
 

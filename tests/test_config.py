@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bgtrain.config import Config, config_from_dict, config_to_dict, load_config, to_toml_text
+from bgtrain.training.config import Config, config_from_dict, config_to_dict, load_config, to_toml_text
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 

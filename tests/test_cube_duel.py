@@ -9,8 +9,8 @@ from helpers import FunctionValue
 from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent
 from bgtrain.arena.cube_duel import CubeDuelRecords, cube_probabilities, play_cube_duel
 from bgtrain.arena.duel import play_duel
-from bgtrain.arena.matfile import DOUBLE, WIN, read_mat, replay_game, save_cubeful_games
-from bgtrain.network import ValueNetwork
+from bgtrain.matfile import DOUBLE, WIN, read_mat, replay_game, save_cubeful_games
+from bgtrain.model.network import ValueNetwork
 from engine.board import pip_counts
 from engine.rules import STANDARD
 

@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 import torch
 
-from bgtrain.checkpoint import save_checkpoint
-from bgtrain.config import load_config
+from bgtrain.model.checkpoint import save_checkpoint
+from bgtrain.training.config import load_config
 from bgtrain.distributed.duels import chunk_bounds, play_duel_chunked, play_league_chunked
 from bgtrain.distributed.executor import InProcessExecutor, WorkUnit, make_executor, run_tasks
 from bgtrain.distributed.shards import ShardStore
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
-from bgtrain.network import ValueNetwork
+from bgtrain.model.network import ValueNetwork
 from engine.keyed_dice import KeyedDice, KeyedMirroredDice
 
 ray = pytest.importorskip("ray")
@@ -112,7 +112,7 @@ def test_selfplay_shards_are_the_same_in_process_and_on_ray(cluster):
 
 
 def test_training_gives_the_same_weights_in_process_and_on_ray(cluster, tmp_path):
-    from bgtrain.train import train
+    from bgtrain.training.td import train
 
     common = ["model.hidden=[8]", "selfplay.turn_limit=120", "train.total_games=12", "train.buffer_turns=4",
               "train.minibatch_size=0", "evaluation.every_games=0", "evaluation.games=2",
@@ -129,7 +129,7 @@ def test_training_gives_the_same_weights_in_process_and_on_ray(cluster, tmp_path
 
 
 def test_a_distributed_training_run_resumes_where_it_stopped(tmp_path):
-    from bgtrain.train import train
+    from bgtrain.training.td import train
 
     settings = ["model.hidden=[8]", "selfplay.turn_limit=120", "train.buffer_turns=4", "train.minibatch_size=0",
                 "evaluation.every_games=0", "evaluation.games=2", "checkpoint.every_seconds=0.0",
@@ -304,7 +304,7 @@ def _same_rollout(a, b) -> bool:
 @pytest.fixture(scope="module")
 def reference_rollout():
     """108 trials of two positions in one in-process batch: what every chunking must reproduce."""
-    from bgtrain.evaluator import Evaluator
+    from bgtrain.values.evaluator import Evaluator
     from bgtrain.rollout import rollout
 
     boards, settings, cube = _rollout_inputs()

@@ -13,7 +13,7 @@ from helpers import compile_mode
 
 from bgtrain.cli import main
 from bgtrain.distributed.rollouts import rollout_distributed, rollout_plays_distributed
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings
 from bgtrain.rollout.chunks import rollout_in_chunks, target_reached
 from bgtrain.rollout.plays import rollout_plays

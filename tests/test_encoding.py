@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import board_from_counts, board_from_drawing, random_boards
 
-from bgtrain.encoding import ENCODERS, FirstLayerTable, _escape_table, get_encoder
+from bgtrain.model.encoding import ENCODERS, FirstLayerTable, _escape_table, get_encoder
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
 from engine.position_facts import is_race
 from engine.rules import STANDARD, Rules

@@ -8,12 +8,12 @@ import torch
 from helpers import compile_mode, random_boards
 
 from bgtrain.arena.specs import make_agent
-from bgtrain.checkpoint import load_network, save_checkpoint
-from bgtrain.config import Config, config_to_dict
-from bgtrain.ensembles import EnsembleNetwork
-from bgtrain.network import ValueNetwork
+from bgtrain.model.checkpoint import load_network, save_checkpoint
+from bgtrain.training.config import Config, config_to_dict
+from bgtrain.model.ensembles import EnsembleNetwork
+from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
-from bgtrain.phases import PHASES, PhaseNetwork, combine_checkpoints, phase_index
+from bgtrain.model.phases import PHASES, PhaseNetwork, combine_checkpoints, phase_index
 from engine.board import flip_board
 from engine.rules import STANDARD
 

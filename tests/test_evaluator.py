@@ -7,11 +7,11 @@ import torch
 from helpers import bearoff_board, random_boards, roll_weight
 
 from bgtrain.arena.duel import play_duel
-from bgtrain.bearoff import build_bearoff_database
-from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
-from bgtrain.config import Config
-from bgtrain.evaluator import Evaluator, MoveFilter, NetworkValue
-from bgtrain.network import ValueNetwork
+from bgtrain.values.bearoff import build_bearoff_database
+from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
+from bgtrain.training.config import Config
+from bgtrain.values.evaluator import Evaluator, MoveFilter, NetworkValue
+from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import (
     LOSE_GAMMON,
     WIN,
@@ -248,7 +248,7 @@ def test_from_path(tmp_path, network, positions):
 
 @pytest.mark.parametrize("options", [{"bearoff": False, "clamps": False}, {"bearoff": True, "clamps": True}])
 def test_greedy_agent_plays_as_the_evaluator_at_0ply(network, database, options):
-    """One valuation of plays (``bgtrain.static_value``): the greedy agent that ``bgtrain bench PATH.pt``
+    """One valuation of plays (``bgtrain.values.static_value``): the greedy agent that ``bgtrain bench PATH.pt``
     plays and ``Evaluator.agent(0)`` choose the same plays given the same options, bear-offs included."""
     from bgtrain.arena.agents import GreedyValueAgent
     from engine.rules import Rules

@@ -12,14 +12,14 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.checkpoint import checkpoint_payload, save_checkpoint
+from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
 from bgtrain.cli import main
-from bgtrain.config import Config
-from bgtrain.encoding import ENCODERS, Encoder
+from bgtrain.training.config import Config
+from bgtrain.model.encoding import ENCODERS, Encoder
 from bgtrain.export import BOARD_LAYOUT, FIRST_LAYERS, export_checkpoint
 from bgtrain.export.graph import GraphEncoder
 from bgtrain.export.onnx_reader import OnnxValueModel, load_value_model
-from bgtrain.network import ValueNetwork
+from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from engine.board import flip_board
 from engine.random_play import sample_positions
@@ -296,7 +296,7 @@ def test_missing_onnx_package_names_the_extra(checkpoints, tmp_path, capsys, mon
 
 def test_evaluator_and_eval_accept_an_onnx_export(checkpoints, tmp_path, capsys) -> None:
     from bgtrain.cli import main
-    from bgtrain.evaluator import Evaluator
+    from bgtrain.values.evaluator import Evaluator
 
     path = tmp_path / "model.onnx"
     export_checkpoint(checkpoints["tesauro198"], path, "onnx")

@@ -7,8 +7,8 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.encoding import FirstLayerTable, get_encoder
-from bgtrain.gnubg_inputs import FEATURES, ROLLS, contact_features, escape_tables, half_features, side_counts
+from bgtrain.model.encoding import FirstLayerTable, get_encoder
+from bgtrain.model.gnubg_inputs import FEATURES, ROLLS, contact_features, escape_tables, half_features, side_counts
 from engine.board import MOVER_BAR, OPPONENT_BAR, flip_board
 from engine.rules import STANDARD
 
@@ -241,7 +241,7 @@ def test_shots_match_the_scalar_reference_on_random_positions():
 def test_the_bit_mask_hitters_equal_the_matrix_ones():
     # The fast path (eager torch) against the exported graph's matrix product, on every way of every
     # position: rearmost hitter, several hitters, from the bar, rearmost hitter on a point.
-    from bgtrain.gnubg_inputs import _hitters_by_masks, _hitters_by_matrix, _ways
+    from bgtrain.model.gnubg_inputs import _hitters_by_masks, _hitters_by_matrix, _ways
 
     boards = torch.cat((random_boards(2000, seed=11), OPENING))
     boards = torch.cat((boards, flip_board(boards)))
@@ -292,7 +292,7 @@ def test_onnx_export_round_trip():
     pytest.importorskip("onnxruntime")
     from bgtrain.export import export_model
     from bgtrain.export.onnx_reader import OnnxValueModel
-    from bgtrain.network import ValueNetwork
+    from bgtrain.model.network import ValueNetwork
 
     torch.manual_seed(0)
     network = ValueNetwork("gnubg_contact", (16,)).eval()

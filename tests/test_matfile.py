@@ -10,7 +10,7 @@ import torch
 
 from bgtrain.arena.agents import PubevalAgent, RandomAgent
 from bgtrain.arena.duel import play_duel
-from bgtrain.arena.matfile import (
+from bgtrain.matfile import (
     DOUBLE,
     DROP,
     MOVE,

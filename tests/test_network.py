@@ -8,8 +8,8 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.encoding import ENCODERS
-from bgtrain.network import ACTIVATIONS, ValueNetwork
+from bgtrain.model.encoding import ENCODERS
+from bgtrain.model.network import ACTIVATIONS, ValueNetwork
 from engine.rules import STANDARD, Rules
 
 

@@ -7,12 +7,12 @@ import pytest
 import torch
 from helpers import compile_mode, random_boards
 
-from bgtrain.checkpoint import load_network, save_checkpoint
-from bgtrain.config import Config, config_to_dict
+from bgtrain.model.checkpoint import load_network, save_checkpoint
+from bgtrain.training.config import Config, config_to_dict
 from bgtrain.cube.efficiency import PositionKind, position_kinds
-from bgtrain.evaluator import Evaluator
-from bgtrain.network import ValueNetwork
-from bgtrain.phases import CONTACT, CRASHED, PHASES, RACE, PhaseNetwork, combine_checkpoints, phase_index
+from bgtrain.values.evaluator import Evaluator
+from bgtrain.model.network import ValueNetwork
+from bgtrain.model.phases import CONTACT, CRASHED, PHASES, RACE, PhaseNetwork, combine_checkpoints, phase_index
 from engine.board import flip_board
 from engine.rules import STANDARD
 

@@ -17,7 +17,7 @@ from bgtrain.benchmark.rollout_reference import (
     rollout_reference,
 )
 from bgtrain.benchmark.scorer import losses_of_plays
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bgtrain.cli import main
-from bgtrain.run_directory import LOCK_NAME, RunDirectory, resume_directory
+from bgtrain.training.run_directory import LOCK_NAME, RunDirectory, resume_directory
 
 TINY = [
     "--config", "configs/quick.toml", "--no-progress", "model.hidden=[8]", "selfplay.games_in_parallel=16",
@@ -90,8 +90,8 @@ def test_resume_refuses_changes_that_cannot_apply_and_applies_the_others(finishe
         assert main(["train", "--resume", latest, "--no-progress", *words]) == 2, override
         err = one_line(capsys)
         assert f"{key} cannot change on resume" in err, err
-    from bgtrain.config import load_config
-    from bgtrain.train import Run
+    from bgtrain.training.config import load_config
+    from bgtrain.training.td import Run
 
     config = load_config(finished_run / "config.toml", ["train.weight_decay=0.25", "train.total_games=64"])
     run = Run.resume(finished_run / "latest.pt", config)

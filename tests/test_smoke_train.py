@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bgtrain.checkpoint import load_network
+from bgtrain.model.checkpoint import load_network
 from bgtrain.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,10 +42,10 @@ def test_train_writes_checkpoints_logs_and_config(tmp_path, capsys):
 
 def test_flags_and_overrides_in_any_order(tmp_path, monkeypatch):
     """``--section.field value`` overrides, and the command's own flags after an override, both work."""
-    from bgtrain.config import split_overrides
+    from bgtrain.training.config import split_overrides
 
     seen = {}
-    monkeypatch.setattr("bgtrain.train.train", lambda config, **kwargs: seen.update(config=config, **kwargs) or "x")
+    monkeypatch.setattr("bgtrain.training.td.train", lambda config, **kwargs: seen.update(config=config, **kwargs) or "x")
     out = tmp_path / "ordered"
     assert main(["train", "--config", "configs/quick.toml", "model.hidden=[8]", "--train.learning_rate", "3e-4",
                  "--out", str(out), "--no-progress", "--selfplay.games_in_parallel=16"]) == 0

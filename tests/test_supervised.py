@@ -7,14 +7,14 @@ import pytest
 import torch
 from helpers import compile_mode, random_boards
 
-from bgtrain.checkpoint import load_network
+from bgtrain.model.checkpoint import load_network
 from bgtrain.cli import main
-from bgtrain.config import load_config
+from bgtrain.training.config import load_config
 from bgtrain.cube.efficiency import position_kinds
 from bgtrain.datasets import load_datasets
 from bgtrain.datasets.shards import FORMAT_VERSION, MANIFEST_FORMAT, write_manifest, write_shard
-from bgtrain.supervised import learning_rate_at
-from bgtrain.train import train
+from bgtrain.training.supervised import learning_rate_at
+from bgtrain.training.td import train
 
 
 @pytest.fixture(autouse=True)

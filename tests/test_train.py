@@ -6,9 +6,9 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.config import load_config
+from bgtrain.training.config import load_config
 from bgtrain.outcomes import flip_outcomes, terminal_outcomes
-from bgtrain.train import Run, Turn, lambda_returns, train
+from bgtrain.training.td import Run, Turn, lambda_returns, train
 
 
 def turn(next_value, ended=False, points=1, truncated=False) -> Turn:
@@ -151,7 +151,7 @@ def schedule(tmp_path, *fields):
 
 
 def test_learning_rate_schedules(tmp_path):
-    from bgtrain.train import learning_rate_at
+    from bgtrain.training.td import learning_rate_at
 
     constant = schedule(tmp_path)
     assert [learning_rate_at(constant, games) for games in (0, 500, 1000, 5000)] == [0.01] * 4
@@ -175,7 +175,7 @@ def test_learning_rate_schedules(tmp_path):
 def test_pruning_keeps_the_newest_checkpoints(tmp_path):
     """``keep_last`` newest checkpoints up to the current count survive; later ones (another run's, in a
     reused directory) and other files are never touched; 0 keeps everything."""
-    from bgtrain.run_directory import RunDirectory, checkpoint_name
+    from bgtrain.training.run_directory import RunDirectory, checkpoint_name
 
     directory = RunDirectory(tmp_path)
     directory.checkpoints.mkdir(parents=True, exist_ok=True)
@@ -193,8 +193,8 @@ def test_exploration_plays_the_seeded_random_choice(tmp_path):
     """epsilon 0 plays the greedy agent's choice; otherwise each game explores with probability epsilon,
     its play then drawn by ``random_choice`` from the same generator."""
     from bgtrain.arena.agents import GreedyValueAgent
-    from bgtrain.network import ValueNetwork
-    from bgtrain.train import selfplay_turn
+    from bgtrain.model.network import ValueNetwork
+    from bgtrain.training.td import selfplay_turn
     from engine.dice import RandomDice
     from engine.game import new_games, play
     from engine.movegen import legal_afterstates
@@ -233,8 +233,8 @@ def test_one_eligibility_trace_step_by_hand(tmp_path):
     """Two online TD(lambda) steps for two game slots, against the rule written out with autograd:
     e = grad V_k(x_t) + lambda * (previous trace seen from this side), w += lr * mean over slots of
     sum_k delta_k e_k, with delta = flip(V(x_{t+1})) - V(x_t)."""
-    from bgtrain.network import ValueNetwork
-    from bgtrain.train import _FLIP_ORDER, _FLIP_SIGN, EligibilityTraces
+    from bgtrain.model.network import ValueNetwork
+    from bgtrain.training.td import _FLIP_ORDER, _FLIP_SIGN, EligibilityTraces
 
     torch.manual_seed(7)
     network = ValueNetwork("tesauro198", [4])
@@ -305,7 +305,7 @@ def test_tensorboard_scalars_are_in_the_promised_namespaces(tmp_path):
 def test_the_network_can_fit_a_dozen_positions():
     """The value network and its loss can drive the error on a few positions to nearly nothing: the
     plumbing from board to gradient works (no frozen layer, no detached output)."""
-    from bgtrain.network import ValueNetwork
+    from bgtrain.model.network import ValueNetwork
 
     torch.manual_seed(0)
     network = ValueNetwork("tesauro198", [32])

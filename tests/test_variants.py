@@ -18,7 +18,7 @@ from helpers import compile_mode, random_boards
 from test_rules_golden import board_from_drawing, moved
 
 from bgtrain.cli import main
-from bgtrain.config import load_config
+from bgtrain.training.config import load_config
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, borne_off, flip_board
 from engine.dice import ALL_ROLLS, RandomDice, ScriptedDice
 from engine.game import new_games, play, restart_finished, winning_points
@@ -660,7 +660,7 @@ def test_moves_reports_the_extra_roll(capsys):
 
 
 def test_config_variant_and_the_trainer_rules(tmp_path):
-    from bgtrain.train import Run
+    from bgtrain.training.td import Run
 
     config = load_config(
         "configs/hypergammon.toml", [f"run.out_dir={tmp_path}", "selfplay.games_in_parallel=4"]
@@ -678,7 +678,7 @@ def test_config_variant_and_the_trainer_rules(tmp_path):
 
 def test_lambda_return_after_an_extra_roll_is_not_flipped():
     from bgtrain.outcomes import flip_outcomes, terminal_outcomes
-    from bgtrain.train import Turn, lambda_returns
+    from bgtrain.training.td import Turn, lambda_returns
 
     value = torch.tensor([[0.7, 0.2, 0.01, 0.1, 0.0]])
 
@@ -699,7 +699,7 @@ def test_lambda_return_after_an_extra_roll_is_not_flipped():
 
 @pytest.mark.parametrize("name", ["acey-deucey", "acey-deucey-single", "play-to-lose", "dutch"])
 def test_selfplay_steps_on_a_variant(name, tmp_path):
-    from bgtrain.train import Run
+    from bgtrain.training.td import Run
 
     overrides = [
         f"run.variant={name}",
@@ -719,8 +719,8 @@ def test_selfplay_steps_on_a_variant(name, tmp_path):
 
 
 def test_search_refuses_acey_deucey_beyond_0_ply():
-    from bgtrain.evaluator import Evaluator
-    from bgtrain.network import ValueNetwork
+    from bgtrain.values.evaluator import Evaluator
+    from bgtrain.model.network import ValueNetwork
 
     rules = get_rules("acey-deucey-single")
     evaluator = Evaluator.from_network(ValueNetwork("tesauro198", (8,)), rules, bearoff=False)
@@ -771,7 +771,7 @@ def test_acey_deucey_greedy_agent_prefers_the_bigger_win():
 
     from bgtrain.arena.agents import GreedyValueAgent
     from bgtrain.outcomes import cubeless_equity
-    from bgtrain.static_value import StaticValue
+    from bgtrain.values.static_value import StaticValue
 
     board = torch.zeros(28, dtype=torch.int8)
     board[1], board[3], board[24], board[27] = 1, 1, -3, -12  # the mover's last two; 15 opposing left
@@ -816,8 +816,8 @@ def test_evaluator_values_extra_roll_plays_for_the_mover():
     """An acey-deucey play that earns an extra roll leaves the mover on roll: the evaluator's 0-ply
     choice must agree with the greedy agent's, which values those plays for the mover."""
     from bgtrain.arena.agents import GreedyValueAgent
-    from bgtrain.evaluator import Evaluator
-    from bgtrain.network import ValueNetwork
+    from bgtrain.values.evaluator import Evaluator
+    from bgtrain.model.network import ValueNetwork
 
     torch.manual_seed(3)
     network = ValueNetwork("tesauro198", (16,))

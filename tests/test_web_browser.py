@@ -18,7 +18,7 @@ import pytest
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 uvicorn = pytest.importorskip("uvicorn")
 
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.web.dice import SeededDice
 from bgtrain.web.game import Session, Settings
 from bgtrain.web.server import create_app

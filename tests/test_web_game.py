@@ -16,8 +16,8 @@ pytest.importorskip("starlette")
 
 from starlette.testclient import TestClient
 
-from bgtrain.arena.matfile import read_mat
-from bgtrain.evaluator import Evaluator
+from bgtrain.matfile import read_mat
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.web.dice import ScriptedDice
 from bgtrain.web.game import BOT, YOU, Session, Settings
 from bgtrain.web.record import flip

@@ -11,10 +11,10 @@ from typing import Protocol
 import torch
 
 from bgtrain.arena.pubeval import pubeval_scores
-from bgtrain.bearoff import BearoffDatabase
-from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase
+from bgtrain.values.bearoff import BearoffDatabase
+from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase
 from bgtrain.outcomes import cubeless_equity
-from bgtrain.static_value import NetworkValue, StaticValue, ValueFunction
+from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction
 from engine.movegen import Afterstates
 from engine.position_facts import is_race
 from engine.random_play import random_choice
@@ -66,7 +66,7 @@ class PubevalAgent:
 
 
 class GreedyValueAgent:
-    """Plays the afterstate of highest cubeless equity at 0-ply: ``bgtrain.static_value.StaticValue.plays``
+    """Plays the afterstate of highest cubeless equity at 0-ply: ``bgtrain.values.static_value.StaticValue.plays``
     on ``value`` (a ``ValueFunction``), so with the same ``bearoff``, ``two_sided`` and ``clamps`` it
     plays exactly as ``Evaluator.agent(0)`` does. By default none of them: the bare network, as
     self-play trains it. ``bgtrain bench PATH.pt`` plays with all three (``bgtrain.arena.specs``), as

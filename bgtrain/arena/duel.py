@@ -58,7 +58,7 @@ class DuelResult:
 
 @dataclass(frozen=True)
 class GameRecord:
-    """One finished game of a match, turn by turn, for writing match files (``bgtrain.arena.matfile``).
+    """One finished game of a match, turn by turn, for writing match files (``bgtrain.matfile``).
 
     ``pair``: the global index of its dice sequence; its twin (same dice, seats swapped) has the same
     ``pair`` and the other ``a_seat``. ``turns``: ``(seat, dice, before, after)`` per move in order,

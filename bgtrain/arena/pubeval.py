@@ -14,7 +14,7 @@ from importlib import resources
 import torch
 import torch.nn.functional as F
 
-from bgtrain.encoding import COUNT_VALUES, column_probes, first_layer_indices
+from bgtrain.model.encoding import COUNT_VALUES, column_probes, first_layer_indices
 from engine.board import BOARD_WIDTH, OPPONENT_BAR, borne_off, mover_checkers_on_board
 
 __all__ = ["PUBEVAL_INPUTS", "pubeval_inputs", "pubeval_scores", "pubeval_weights"]

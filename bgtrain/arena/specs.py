@@ -4,7 +4,7 @@ Forms of ``spec`` (:data:`SPEC_FORMS`):
 
 ``random``                   uniformly random legal plays (seeded by ``seed``);
 ``pubeval``                  Tesauro's pubeval;
-``PATH.pt`` / ``PATH.pt:Nply``      a bgtrain checkpoint: its evaluator's move choice (``bgtrain.evaluator``)
+``PATH.pt`` / ``PATH.pt:Nply``      a bgtrain checkpoint: its evaluator's move choice (``bgtrain.values.evaluator``)
                              at 0-ply by default, N-ply search with ``:Nply``; at every ply with the
                              bear-off databases and the evaluator's clamps, as GNU Backgammon plays;
 ``PATH.onnx`` / ``PATH.onnx:Nply``  an exported ONNX model (``bgtrain.export.onnx_reader``), the same way;
@@ -77,7 +77,7 @@ def make_agent(
 def model_spec(spec: str) -> tuple[Path, str, int] | None:
     """``(path, suffix "pt" or "onnx", ply)`` when ``spec`` names a model file, else None. A depth the
     evaluator cannot finish is refused here, before anything is loaded."""
-    from bgtrain.evaluator import MAX_PLY
+    from bgtrain.values.evaluator import MAX_PLY
 
     model = _MODEL.match(spec.strip())
     if not model:
@@ -89,7 +89,7 @@ def model_spec(spec: str) -> tuple[Path, str, int] | None:
 
 
 def _checkpoint_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
-    from bgtrain.checkpoint import check_variant, load_network
+    from bgtrain.model.checkpoint import check_variant, load_network
 
     network, payload = load_network(path, device)
     check_variant(payload, rules, str(path))
@@ -110,15 +110,15 @@ def network_agent(model, ply: int, name: str, rules: Rules, bearoff: bool = True
     if ply == 0:
         if not bearoff:
             return GreedyValueAgent.from_network(model, name, rules)
-        from bgtrain.bearoff import load_bearoff_database
-        from bgtrain.bearoff_two_sided import load_two_sided_database
-        from bgtrain.static_value import model_device
+        from bgtrain.values.bearoff import load_bearoff_database
+        from bgtrain.values.bearoff_two_sided import load_two_sided_database
+        from bgtrain.values.static_value import model_device
 
         device = model_device(model)
         return GreedyValueAgent.from_network(
             model, name, rules, bearoff=load_bearoff_database(device=device),
             two_sided=load_two_sided_database(device=device), clamps=True,
         )
-    from bgtrain.evaluator import Evaluator
+    from bgtrain.values.evaluator import Evaluator
 
     return Evaluator.from_network(model, rules, bearoff=bearoff).agent(ply, name)

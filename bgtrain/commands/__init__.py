@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from bgtrain.config import resolve_device
-from bgtrain.config_sections import SEED_LIMIT
+from bgtrain.training.config import resolve_device
+from bgtrain.training.config_sections import SEED_LIMIT
 from engine.variants import VARIANTS
 
 

@@ -12,7 +12,7 @@ the N/2 pair means. The pairs are played in chunks of ``--batch-pairs``, each a 
 (``bgtrain.distributed.duels``): pair i's dice depend on (seed, i) alone, so ``--executor ray`` on a
 cluster gives the same result as this process, and ``--work-dir DIR`` resumes a killed run. Printed: A's points per game with its 95% interval, the win, gammon and backgammon
 rates of both sides, and games per second. ``--json FILE`` writes the same as one JSON object.
-``--save-games DIR`` also writes every game as Jellyfish ``.mat`` files (``bgtrain.arena.matfile``) that GNU
+``--save-games DIR`` also writes every game as Jellyfish ``.mat`` files (``bgtrain.matfile``) that GNU
 Backgammon and eXtreme Gammon import (this costs about 20 ms per game): money sessions of 100 games
 per file, or one file per match. Money games count gammons without a cube turn: in GNU Backgammon,
 ``set jacoby off`` before ``import mat``.
@@ -138,7 +138,7 @@ def run_cubeful(args: argparse.Namespace) -> int:
     print(format_cubeful(result, seconds))
     report = _report(f"match_{match_length}" if match_length else "money_cubeful", result, args, device, seconds)
     if records is not None:
-        from bgtrain.arena.matfile import save_cubeful_games
+        from bgtrain.matfile import save_cubeful_games
 
         paths = save_cubeful_games(args.save_games, records, raw["a_seat"], match_length, result.agent_a,
                                    result.agent_b, rules)
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_result(result, seconds))
     report = _report("money_cubeless", result, args, device, seconds)
     if history is not None:
-        from bgtrain.arena.matfile import save_games
+        from bgtrain.matfile import save_games
 
         paths = save_games(args.save_games, history, result.agent_a, result.agent_b, rules)
         report["saved_games"] = [str(path) for path in paths]

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bgtrain.datasets.generate import GenerationSettings, generate_dataset
     from bgtrain.datasets.labellers import PlyLabeller, labeller_from_spec
-    from bgtrain.evaluator import Evaluator
+    from bgtrain.values.evaluator import Evaluator
 
     if args.threads:
         torch.set_num_threads(args.threads)

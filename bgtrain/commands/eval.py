@@ -12,7 +12,7 @@ equities and the cost of each wrong choice) uses the cube and score written in t
 ``positionID:matchID`` pair, or the options: ``--cube 2 --owner mover``, ``--match 7 --score 2-4
 [--crawford]`` (the player on roll's score first), ``--no-jacoby``, ``--beavers``. It is Janowski's
 cubeful equity on the probabilities of the chosen ply (``bgtrain.cube``), except for money play in
-bear-offs of up to 6 checkers a side, where it is exact (``bgtrain.bearoff_two_sided``).
+bear-offs of up to 6 checkers a side, where it is exact (``bgtrain.values.bearoff_two_sided``).
 
 ``--ply N`` searches N plies deep (GNU Backgammon's numbering: 0 is the network alone; 1 and 2 take
 a fraction of a second; every further ply costs about 20 times more). ``--model`` defaults to
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.bearoff_two_sided import exact_money_decision
+from bgtrain.values.bearoff_two_sided import exact_money_decision
 from bgtrain.commands import add_device, add_variant
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
 from bgtrain.cube.efficiency import cube_efficiency
-from bgtrain.evaluator import MAX_PLY, Evaluator, HintMove
+from bgtrain.values.evaluator import MAX_PLY, Evaluator, HintMove
 from bgtrain.outcomes import cubeless_equity
 from engine.board import mover_checkers_on_board, opponent_checkers_on_board
 from engine.drawing import draw_board

@@ -64,7 +64,7 @@ def build_session(args: argparse.Namespace, clock=None, dice=None):
     is one for this variant)."""
     import time
 
-    from bgtrain.evaluator import Evaluator
+    from bgtrain.values.evaluator import Evaluator
     from bgtrain.web.dice import SeededDice
     from bgtrain.web.game import Session, Settings
     from engine.variants import get_rules

@@ -25,11 +25,11 @@ import sys
 from pathlib import Path
 
 from bgtrain.commands import add_device, add_seed, add_threads, add_variant, apply_threads
-from bgtrain.config import apply_overrides, config_from_dict, config_to_dict, load_config
+from bgtrain.training.config import apply_overrides, config_from_dict, config_to_dict, load_config
 from bgtrain.files import check_output_directory
 
 # Config overrides (section.field=value, --section.field value) are taken out of the command line by
-# bgtrain.cli with bgtrain.config.split_overrides and arrive as args.config_overrides.
+# bgtrain.cli with bgtrain.training.config.split_overrides and arrive as args.config_overrides.
 CONFIG_OVERRIDES = True
 
 
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def resolve_config(args: argparse.Namespace):
     """The run's Config: the file's (or the checkpoint's on resume) with the overrides and shorthands."""
-    from bgtrain.run_directory import load_resume_checkpoint, resume_directory
+    from bgtrain.training.run_directory import load_resume_checkpoint, resume_directory
 
     overrides = list(getattr(args, "config_overrides", []))
     for flag, key in ((args.device, "device"), (args.seed, "seed"), (args.variant, "variant")):
@@ -73,7 +73,7 @@ def resolve_config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from bgtrain.train import train
+    from bgtrain.training.td import train
 
     config = resolve_config(args)
     apply_threads(args)

@@ -46,7 +46,7 @@ from bgtrain.datasets.shards import (
     write_manifest,
     write_shard,
 )
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import cubeless_equity
 from engine.dice import RandomDice
 from engine.game import new_games, play

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import torch
 
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 
 
 class Labeller(Protocol):

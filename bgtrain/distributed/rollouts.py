@@ -48,14 +48,14 @@ def model_recipe(model: str | Path) -> dict:
         from bgtrain.export.onnx_reader import OnnxValueModel
 
         return {"path": str(model), "variant": OnnxValueModel(model, "cpu").rules.name}
-    from bgtrain.checkpoint import load_network, trained_variant
+    from bgtrain.model.checkpoint import load_network, trained_variant
 
     network, payload = load_network(model, "cpu")
     return {"model": network.model_args(), "weights": network_arrays(network), "variant": trained_variant(payload)}
 
 
 def evaluator_from_recipe(recipe: dict, device: str):
-    from bgtrain.evaluator import Evaluator
+    from bgtrain.values.evaluator import Evaluator
 
     if "path" in recipe:
         return Evaluator.from_path(recipe["path"], device)

@@ -1,7 +1,7 @@
 """TD training with self-play actors: actors play shards of games with the latest weights they were
 sent, the learner trains on them with the single-process learner's own update.
 
-The learner (``DistributedRun``, a ``bgtrain.train.Run`` whose ``step`` is one shard) keeps
+The learner (``DistributedRun``, a ``bgtrain.training.td.Run`` whose ``step`` is one shard) keeps
 ``window`` shard tasks asked for (``[executor] max_in_flight``, two per actor by default). Each
 task (``bgtrain.distributed.work.SELFPLAY_SHARD``) carries a seed (the run's seed and the shard's
 index) and the current weights version: ``shard_games`` games in lock step, ``shard_turns`` turns
@@ -34,11 +34,11 @@ from typing import Any
 
 import torch
 
-from bgtrain.checkpoint import load_checkpoint
-from bgtrain.config import Config
+from bgtrain.model.checkpoint import load_checkpoint
+from bgtrain.training.config import Config
 from bgtrain.distributed.executor import make_executor
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
-from bgtrain.train import Run, learning_rate_at
+from bgtrain.training.td import Run, learning_rate_at
 
 
 def shard_seed(run_seed: int, index: int) -> int:

@@ -13,9 +13,9 @@ games, ``first`` (A in seat 0) and ``second`` (A in seat 1), ``int8[pairs]`` eac
 ``SELFPLAY_SHARD``: a shard of self-play games for TD training. Context: the network's architecture,
 its weights as numpy arrays and their version, and the self-play settings. Task: a seed, the game
 slots and the turns to record. The unit plays ``slots`` games in lock step exactly as the
-single-process learner does (``bgtrain.train.selfplay_step``: greedy by cubeless equity, restarts
+single-process learner does (``bgtrain.training.td.selfplay_step``: greedy by cubeless equity, restarts
 in the slots), for ``turns + horizon`` turns, and returns the first ``turns`` turns' boards with their
-truncated lambda-returns (``bgtrain.train.lambda_returns`` over a horizon of ``horizon`` turns, the
+truncated lambda-returns (``bgtrain.training.td.lambda_returns`` over a horizon of ``horizon`` turns, the
 learner's ``buffer_turns``), computed with the weights it was given: ``boards int8[N, 28]``,
 ``targets float32[N, 5]``, ``games`` (games that ended within the recorded turns) and the weights'
 ``version``.
@@ -30,8 +30,8 @@ from bgtrain.arena.agents import RandomAgent
 from bgtrain.arena.duel import play_pairs
 from bgtrain.arena.specs import make_agent, model_spec, network_agent
 from bgtrain.distributed.executor import WorkUnit
-from bgtrain.network import ValueNetwork
-from bgtrain.phases import model_from_args
+from bgtrain.model.network import ValueNetwork
+from bgtrain.model.phases import model_from_args
 from engine.keyed_dice import KeyedMirroredDice
 from engine.variants import get_rules
 
@@ -60,7 +60,7 @@ def agent_recipe(spec: str, rules) -> dict:
     is sent out) and rebuilt on the worker from the spec (ONNX files must be on a shared filesystem)."""
     model = model_spec(spec)
     if model is not None and model[1] == "pt":
-        from bgtrain.checkpoint import check_variant, load_checkpoint, network_from_checkpoint
+        from bgtrain.model.checkpoint import check_variant, load_checkpoint, network_from_checkpoint
 
         path, _, ply = model
         payload = load_checkpoint(path)
@@ -126,7 +126,7 @@ def selfplay_context(network: ValueNetwork, version: int, config) -> dict:
 
 
 def _prepare_selfplay(context: dict, device: str) -> dict:
-    from bgtrain.config import SelfplayConfig
+    from bgtrain.training.config import SelfplayConfig
 
     network = network_from_arrays(context["model"], context["weights"], device)
     settings = SelfplayConfig(exploration_epsilon=context["exploration_epsilon"], turn_limit=context["turn_limit"])
@@ -135,7 +135,7 @@ def _prepare_selfplay(context: dict, device: str) -> dict:
 
 
 def play_selfplay_shard(prepared: dict, task: dict) -> dict:
-    from bgtrain.train import lambda_returns, selfplay_step
+    from bgtrain.training.td import lambda_returns, selfplay_step
     from engine.dice import RandomDice
     from engine.game import new_games
 

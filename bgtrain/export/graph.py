@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from bgtrain.encoding import (
+from bgtrain.model.encoding import (
     ENCODERS,
     Encoder,
     _crossings,
@@ -154,7 +154,7 @@ class GraphRaceUnits(nn.Module):
 
 
 class GraphGnubgUnits(nn.Module):
-    """``GnubgContact.extra_units``: ``int8[B, 28]`` -> ``float32[B, 50]``. ``bgtrain.gnubg_inputs`` is
+    """``GnubgContact.extra_units``: ``int8[B, 28]`` -> ``float32[B, 50]``. ``bgtrain.model.gnubg_inputs`` is
     written in exportable operations only (comparisons, gathers with constant index tables, reductions,
     small matrix products, loops of fixed length), so the graph runs the encoder's own code."""
 
@@ -163,7 +163,7 @@ class GraphGnubgUnits(nn.Module):
         self.checkers = rules.checkers_per_side
 
     def forward(self, board: torch.Tensor) -> torch.Tensor:
-        from bgtrain.gnubg_inputs import contact_features
+        from bgtrain.model.gnubg_inputs import contact_features
 
         return contact_features(board, self.checkers)
 

@@ -8,14 +8,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bgtrain.encoding import (
+from bgtrain.model.encoding import (
     COUNT_VALUES,
     MAX_CHECKERS,
     FirstLayerTable,
 )
 from bgtrain.export.format import FIRST_LAYERS
 from bgtrain.export.graph import GraphEncoder, graph_extra_units
-from bgtrain.network import ACTIVATIONS, ValueNetwork
+from bgtrain.model.network import ACTIVATIONS, ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from engine.board import (
     BOARD_WIDTH,
@@ -120,18 +120,18 @@ class BoardModel(nn.Module):
 
 
 class PhaseBoardModel(nn.Module):
-    """A ``bgtrain.phases.PhaseNetwork`` as one graph: every phase's ``BoardModel`` on every row, each row's
+    """A ``bgtrain.model.phases.PhaseNetwork`` as one graph: every phase's ``BoardModel`` on every row, each row's
     outputs picked by ``torch.where`` on ``phase_index`` (the function the PyTorch model routes by)."""
 
     def __init__(self, network, rules: Rules = STANDARD, first_layer: str = "pairs", embedding_bag: bool = False):
         super().__init__()
-        from bgtrain.phases import PHASES
+        from bgtrain.model.phases import PHASES
 
         self.models = nn.ModuleList(board_model(network.phases[name], rules, first_layer, embedding_bag)
                                     for name in PHASES)
 
     def forward(self, board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        from bgtrain.phases import phase_index
+        from bgtrain.model.phases import phase_index
 
         phase = phase_index(board)
         probabilities, equity = self.models[0](board)
@@ -143,7 +143,7 @@ class PhaseBoardModel(nn.Module):
 
 
 class EnsembleBoardModel(nn.Module):
-    """A ``bgtrain.ensembles.EnsembleNetwork`` as one graph: its members' ``BoardModel``s, averaged (the
+    """A ``bgtrain.model.ensembles.EnsembleNetwork`` as one graph: its members' ``BoardModel``s, averaged (the
     equity too, which is linear in the probabilities)."""
 
     def __init__(self, network, rules: Rules = STANDARD, first_layer: str = "pairs", embedding_bag: bool = False):

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from bgtrain.encoding import get_encoder
+from bgtrain.model.encoding import get_encoder
 from bgtrain.export.format import FORMAT, FORMAT_VERSION, INSTALL_HINT, OUTCOME_ORDER
-from bgtrain.network import ValueNetwork
+from bgtrain.model.network import ValueNetwork
 from engine.board import BOARD_WIDTH, flip_board
 from engine.rules import STANDARD, Rules
 from engine.variants import get_rules
@@ -141,7 +141,7 @@ def load_value_model(path: str | Path, device: str | torch.device = "cpu") -> Va
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".pt":
-        from bgtrain.checkpoint import load_network
+        from bgtrain.model.checkpoint import load_network
 
         return load_network(path, device)[0]
     if suffix == ".onnx":

@@ -28,7 +28,7 @@ from bgtrain.export.format import (
 )
 from bgtrain.export.modules import BareModel, board_model
 from bgtrain.files import atomic_write
-from bgtrain.network import ValueNetwork
+from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from engine.board import flip_board
 from engine.random_play import sample_positions
@@ -60,7 +60,7 @@ def export_metadata(network: ValueNetwork, payload: dict[str, Any], rules: Rules
         "source.checkpoint": Path(source).name,
         "input": "encoded" if bare else "board",
         "input.layout": (f"float32[batch, {encoder.size}]: the units of encoder {encoder.name!r} version "
-                         f"{encoder.version} (bgtrain.encoding)") if bare else BOARD_LAYOUT,
+                         f"{encoder.version} (bgtrain.model.encoding)") if bare else BOARD_LAYOUT,
         "outputs": "probabilities,equity",
         "probabilities.order": ",".join(OUTCOME_ORDER),
         "probabilities.meaning": PROBABILITIES_MEANING,
@@ -194,8 +194,8 @@ def _torchscript_bytes(module: nn.Module, example: torch.Tensor, metadata: dict[
 
 def export_checkpoint(checkpoint: str | Path, path: str | Path, file_format: str, bare: bool = False,
                       first_layer: str | None = None) -> dict[str, str]:
-    """Export the network of a checkpoint file (``bgtrain.checkpoint``); ValueError for a bad file."""
-    from bgtrain.checkpoint import load_network, trained_variant
+    """Export the network of a checkpoint file (``bgtrain.model.checkpoint``); ValueError for a bad file."""
+    from bgtrain.model.checkpoint import load_network, trained_variant
 
     network, payload = load_network(checkpoint, "cpu")
     rules = get_rules(trained_variant(payload))

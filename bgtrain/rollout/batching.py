@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import NUM_OUTCOMES
 
 CPU_BLOCK = 2048  # rows per value-function call on a CPU: cache-sized, and little padding at the end
@@ -22,7 +22,7 @@ DEVICE_BLOCK = 32768  # on an accelerator, larger calls keep it busy
 
 
 class FixedBlockValue:
-    """A ``ValueFunction`` (``bgtrain.evaluator``) that calls ``value`` on blocks of ``block`` rows only."""
+    """A ``ValueFunction`` (``bgtrain.values.evaluator``) that calls ``value`` on blocks of ``block`` rows only."""
 
     def __init__(self, value, block: int) -> None:
         self.value = value

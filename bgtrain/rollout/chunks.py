@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from tqdm import tqdm
 
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.rollout.play import DEFAULT_SETTINGS, RolloutSettings, rollout
 from bgtrain.rollout.result import RolloutResult
 

@@ -6,8 +6,8 @@ GNU Backgammon's rollouts stop a trial the same way once its bear-off databases 
 
 Where the leaves come from (``exact_leaf``): an evaluator that defines ``exact_leaf`` (any object with
 the same two methods) gives that; otherwise its bear-off databases: the two-sided one
-(``bgtrain.bearoff_two_sided``, exact: both sides playing to win) where it covers the position, else the
-one-sided one (``bgtrain.bearoff``, exact in the sense that module states: both sides bearing off, each
+(``bgtrain.values.bearoff_two_sided``, exact: both sides playing to win) where it covers the position, else the
+one-sided one (``bgtrain.values.bearoff``, exact in the sense that module states: both sides bearing off, each
 playing to minimise its expected number of rolls).
 """
 
@@ -17,8 +17,8 @@ from typing import Protocol
 
 import torch
 
-from bgtrain.bearoff import BearoffDatabase
-from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase, bearoff_outcomes
+from bgtrain.values.bearoff import BearoffDatabase
+from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase, bearoff_outcomes
 from engine.rules import Rules
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 
 from bgtrain.cube import CubeState, MoneyGame
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import NUM_OUTCOMES, flip_outcomes, terminal_outcomes
 from bgtrain.rollout import cubeful
 from bgtrain.rollout.batching import batch_invariant

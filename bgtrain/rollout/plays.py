@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from bgtrain.cube import CubeState
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
 from bgtrain.rollout.chunks import rollout_in_chunks
 from bgtrain.rollout.play import DEFAULT_SETTINGS, RolloutSettings

@@ -1,7 +1,7 @@
 """What the bot's evaluator says about the game being played: the bot's own choices, the hints and the
 tutor's warnings for the person, and the analysis of a finished game.
 
-Everything here reads positions from the side that is to act (the mover), as ``bgtrain.evaluator``
+Everything here reads positions from the side that is to act (the mover), as ``bgtrain.values.evaluator``
 and ``bgtrain.cube`` do. Play equities are cubeless (the evaluator's ``hint``), in points per game
 for a 1-cube; cube equities are GNU Backgammon's, normalised to the current cube
 (``bgtrain.cube.CubeDecision``). GNU Backgammon's marks grade an error by the equity it loses:
@@ -17,7 +17,7 @@ import torch
 
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision, is_double
 from bgtrain.cube.efficiency import cube_efficiency
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
 from engine.movegen import legal_afterstates
 

@@ -1,6 +1,6 @@
 """The game as others read it: boards seen from the person's side for the page, GNU Backgammon
 position and match IDs per action, and the record as a Jellyfish ``.mat`` match file
-(``bgtrain.arena.matfile``).
+(``bgtrain.matfile``).
 
 Seats: 0 is the person, 1 the bot. A board is a 28-tuple from its side to move (``engine.board``).
 """
@@ -68,7 +68,7 @@ def match_text(seat: int, cube_value: int, cube_owner: int | None, dice, match_l
 
 def mat_match(games: list[dict], match_length: int, names: tuple[str, str], rules: Rules):
     """The finished (and current) games as a ``MatMatch``: the person on the left."""
-    from bgtrain.arena.matfile import DOUBLE, DROP, MOVE, TAKE, WIN, MatAction, MatGame, MatMatch, player_name
+    from bgtrain.matfile import DOUBLE, DROP, MOVE, TAKE, WIN, MatAction, MatGame, MatMatch, player_name
 
     if rules != STANDARD:
         raise ValueError(f"a .mat file holds standard backgammon only, not {rules.name}")

@@ -40,7 +40,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from bgtrain.arena.matfile import MONEY_NOTE, format_match
+from bgtrain.matfile import MONEY_NOTE, format_match
 from bgtrain.web.game import Refused, Session
 from bgtrain.web.record import mat_match
 from bgtrain.web.view import session_view

@@ -4,7 +4,7 @@ What it holds
 -------------
 For every pair (mover's position, opponent's position) of up to ``max_checkers`` (6 by default)
 checkers on each side's six home points, the mover to roll (``P = C(max_checkers + 6, 6)`` positions a
-side, ranked as in ``bgtrain.bearoff``: 924 for six checkers, 853,776 pairs):
+side, ranked as in ``bgtrain.values.bearoff``: 924 for six checkers, 853,776 pairs):
 
 ``win[i, j]``               P(the mover wins), both sides playing to maximise their chance of winning;
 ``no_double[k, i, j]``      the mover's cubeful money equity, normalised to the cube value, when it
@@ -67,7 +67,7 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.bearoff import (
+from bgtrain.values.bearoff import (
     ALL_ROLLS,
     HOME_SIZE,
     BearoffDatabase,
@@ -196,7 +196,7 @@ class TwoSidedBearoffDatabase:
     """Exact values of small two-sided bear-offs (module docstring).
 
     ``win: float32[P, P]`` and ``no_double: float32[3, P, P]`` (``OWNERS`` order), indexed by the
-    mover's and the opponent's position ranks (``bgtrain.bearoff.rank``).
+    mover's and the opponent's position ranks (``bgtrain.values.bearoff.rank``).
     """
 
     def __init__(self, max_checkers: int, win: torch.Tensor, no_double: torch.Tensor) -> None:

@@ -74,8 +74,8 @@ def load_resume_checkpoint(path: str | Path, wanted=None) -> dict[str, Any]:
     """The checkpoint to resume from; when it cannot be read, the error points at the newest intact
     ``checkpoints/games_*.pt`` of its run. With ``wanted`` (the Config to continue with), a change
     that cannot apply is refused (``check_resume_changes``)."""
-    from bgtrain.checkpoint import load_checkpoint
-    from bgtrain.config import config_from_dict
+    from bgtrain.model.checkpoint import load_checkpoint
+    from bgtrain.training.config import config_from_dict
 
     try:
         payload = load_checkpoint(path)
@@ -92,7 +92,7 @@ def load_resume_checkpoint(path: str | Path, wanted=None) -> dict[str, Any]:
         raise
     if "training" not in payload:
         raise ValueError(f"{path} holds a model only, not a training state to resume")
-    from bgtrain.checkpoint import COUNTERS
+    from bgtrain.model.checkpoint import COUNTERS
 
     missing = [key for key in COUNTERS if key not in payload["counters"]]
     if missing or not isinstance(payload["training"], dict):
@@ -178,7 +178,7 @@ class RunDirectory:
 
     def save(self, payload: dict[str, Any], games: int, keep_last: int) -> Path:
         """``checkpoints/games_N.pt`` and ``latest.pt``, then the old checkpoints pruned."""
-        from bgtrain.checkpoint import save_checkpoint
+        from bgtrain.model.checkpoint import save_checkpoint
 
         save_checkpoint(self.checkpoints / checkpoint_name(games), payload)
         latest = save_checkpoint(self.path / "latest.pt", payload)

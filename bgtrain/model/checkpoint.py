@@ -4,8 +4,8 @@ A checkpoint is one ``torch.save`` file holding a dict (``checkpoint_payload`` b
 
 ``format``       "bgtrain-checkpoint" and ``format_version``;
 ``model``        ``ValueNetwork.model_args()``: encoder name and version, hidden sizes, activation (or, for a
-                 phase model, ``{"kind": "phases", "phases": {phase: those}}``, ``bgtrain.phases``; for
-                 an ensemble, ``{"kind": "ensemble", "members": [those]}``, ``bgtrain.ensembles``);
+                 phase model, ``{"kind": "phases", "phases": {phase: those}}``, ``bgtrain.model.phases``; for
+                 an ensemble, ``{"kind": "ensemble", "members": [those]}``, ``bgtrain.model.ensembles``);
 ``weights``      the network's state dict;
 ``config``       the resolved run config (``config_to_dict``);
 ``rules``        the name of the variant the network plays;
@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
-from bgtrain.encoding import get_encoder
+from bgtrain.model.encoding import get_encoder
 from bgtrain.files import load_tagged, save_tagged
-from bgtrain.network import ValueNetwork
+from bgtrain.model.network import ValueNetwork
 
 FORMAT = "bgtrain-checkpoint"
 FORMAT_VERSION = 1
@@ -47,7 +47,7 @@ def checkpoint_payload(
 ) -> dict[str, Any]:
     """The one way to build a checkpoint's dict: training, scripts and tests all use it.
     ``config`` is a ``Config`` (or its ``config_to_dict``); ``rules`` defaults to its variant."""
-    from bgtrain.config import Config, config_to_dict
+    from bgtrain.training.config import Config, config_to_dict
 
     config_data = config_to_dict(config) if isinstance(config, Config) else config
     payload: dict[str, Any] = {
@@ -71,7 +71,7 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
 
 def _check_entries(path: Path, payload: dict[str, Any]) -> None:
     """Every entry has the shape a reader relies on; a ValueError names the first that does not."""
-    from bgtrain.config import config_from_dict
+    from bgtrain.training.config import config_from_dict
 
     for key, kind in (("model", dict), ("weights", dict), ("config", dict), ("counters", dict)):
         if key not in payload:
@@ -103,7 +103,7 @@ def _check_entries(path: Path, payload: dict[str, Any]) -> None:
 
 def _network_descriptions(path: Path, model: dict[str, Any]) -> list[dict[str, Any]]:
     """The single networks' descriptions in a model entry: itself, one per phase of a phase model
-    (``bgtrain.phases``), one per member of an ensemble (``bgtrain.ensembles``)."""
+    (``bgtrain.model.phases``), one per member of an ensemble (``bgtrain.model.ensembles``)."""
     if model.get("kind") == "ensemble":
         members = model.get("members")
         if not isinstance(members, list) or not all(isinstance(member, dict) for member in members):
@@ -148,9 +148,9 @@ def check_variant(payload: dict[str, Any], rules, source: str = "checkpoint") ->
 
 
 def network_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint") -> ValueNetwork:
-    """Rebuild the network a checkpoint describes (a ``ValueNetwork``, or a ``bgtrain.phases.PhaseNetwork``
+    """Rebuild the network a checkpoint describes (a ``ValueNetwork``, or a ``bgtrain.model.phases.PhaseNetwork``
     with the same evaluation interface) and load its weights."""
-    from bgtrain.phases import model_from_args
+    from bgtrain.model.phases import model_from_args
 
     try:
         network = model_from_args(payload["model"])

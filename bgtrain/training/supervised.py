@@ -15,7 +15,7 @@ generator, counters), so ``--resume`` continues from the epoch boundary exactly 
 run would. At the end the model plays the configured evaluation (``[evaluation]``, against pubeval).
 
 The network starts from scratch (``run.seed``) or from a checkpoint (``init_from``, e.g. a TD-trained
-model with the same architecture); checkpoints have the format of ``bgtrain.checkpoint``, so every tool
+model with the same architecture); checkpoints have the format of ``bgtrain.model.checkpoint``, so every tool
 that takes a model takes the result.
 """
 
@@ -29,12 +29,12 @@ from typing import Any
 import torch
 
 from bgtrain.benchmark.scorer import log_error_rates
-from bgtrain.checkpoint import checkpoint_payload, load_checkpoint, network_from_checkpoint, save_checkpoint
-from bgtrain.config import Config, to_toml_text
+from bgtrain.model.checkpoint import checkpoint_payload, load_checkpoint, network_from_checkpoint, save_checkpoint
+from bgtrain.training.config import Config, to_toml_text
 from bgtrain.cube.efficiency import PositionKind
 from bgtrain.datasets import Dataset, load_datasets
-from bgtrain.network import ValueNetwork
-from bgtrain.run_directory import RunDirectory, code_version
+from bgtrain.model.network import ValueNetwork
+from bgtrain.training.run_directory import RunDirectory, code_version
 from engine.variants import get_rules
 
 ENCODE_CHUNK = 8192
@@ -102,11 +102,11 @@ def heldout_loss(network: ValueNetwork, encoded: torch.Tensor, targets: torch.Te
 def train_supervised(config: Config, directory: RunDirectory, resume: str | Path | None = None,
                      progress: bool = True) -> Path:
     """Train (or resume) to ``config.supervised.epochs`` epochs in the run ``directory`` (locked and
-    started by ``bgtrain.train.train``); returns the final checkpoint's path."""
+    started by ``bgtrain.training.td.train``); returns the final checkpoint's path."""
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    from bgtrain.train import evaluate_strength
+    from bgtrain.training.td import evaluate_strength
 
     supervised = config.supervised
     if not supervised.datasets:

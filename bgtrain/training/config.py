@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bgtrain.config_sections import (
+from bgtrain.training.config_sections import (
     DEVICE_PATTERN,
     CheckpointConfig,
     EvaluationConfig,

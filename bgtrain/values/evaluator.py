@@ -3,7 +3,7 @@
 An ``Evaluator`` wraps a value function (anything with ``evaluate(board) -> float[N, 5]`` for the side
 to move and ``evaluate_flipped(afterstates) -> float[N, 5]`` for the side to move next, e.g.
 ``NetworkValue`` around a ``ValueNetwork``, or later an exported model), the rules, optional
-bear-off databases (the one-sided ``bgtrain.bearoff`` and the two-sided ``bgtrain.bearoff_two_sided``)
+bear-off databases (the one-sided ``bgtrain.values.bearoff`` and the two-sided ``bgtrain.values.bearoff_two_sided``)
 and a move filter. Probabilities follow
 ``bgtrain.outcomes``: five cumulative probabilities for the SIDE TO MOVE, before its roll.
 
@@ -12,10 +12,10 @@ Definitions (GNU Backgammon's numbering)
 ``V_n(P)``, a position P with its side to move before the roll, evaluated at n-ply:
 
 * A finished game (the opponent has borne off all its checkers) is exact at every ply.
-* ``V_0(P)`` (``bgtrain.static_value``, shared with self-play and the greedy agents): when both sides
+* ``V_0(P)`` (``bgtrain.values.static_value``, shared with self-play and the greedy agents): when both sides
   are bearing off within the two-sided database (up to 6 checkers a side), its exact values
-  (``bgtrain.bearoff_two_sided``: both sides playing to win); else within the one-sided database, its
-  values (``bgtrain.bearoff``: exact for the play that minimises the expected number of rolls);
+  (``bgtrain.values.bearoff_two_sided``: both sides playing to win); else within the one-sided database, its
+  values (``bgtrain.values.bearoff``: exact for the play that minimises the expected number of rolls);
   otherwise the value function, then (``clamps=True``, the default) ``clamp_outcomes`` (no gammon loss once a
   checker is off, no backgammon that the position rules out, cumulative order).
 * ``V_n(P)``, n >= 1: the average over the 21 rolls (weights 1/36 for doubles, 2/36 otherwise) of
@@ -61,11 +61,11 @@ from pathlib import Path
 import torch
 
 from bgtrain.arena.agents import argmax_per_position
-from bgtrain.bearoff import BearoffDatabase, load_bearoff_database
-from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_sided_database
-from bgtrain.checkpoint import check_variant, load_network, trained_variant
+from bgtrain.values.bearoff import BearoffDatabase, load_bearoff_database
+from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_sided_database
+from bgtrain.model.checkpoint import check_variant, load_network, trained_variant
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
-from bgtrain.static_value import NetworkValue, StaticValue, ValueFunction, model_device
+from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction, model_device
 from engine.board import flip_board
 from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
 from engine.movegen import Afterstates, legal_afterstates
@@ -150,7 +150,7 @@ class Evaluator:
     def from_path(cls, path: str | Path, device: torch.device | str = "cpu",
                   bearoff: BearoffDatabase | str | Path | bool | None = True, rules: Rules | None = None,
                   two_sided: TwoSidedBearoffDatabase | str | Path | bool | None = None, **settings) -> Evaluator:
-        """An evaluator on the network of a checkpoint file (``bgtrain.checkpoint``) or of an ONNX
+        """An evaluator on the network of a checkpoint file (``bgtrain.model.checkpoint``) or of an ONNX
         export (``.onnx``, through onnxruntime), for the variant it was trained on (``rules``, when
         given, must be that one). ``bearoff`` and ``two_sided`` as for ``from_network``."""
         if Path(path).suffix.lower() == ".onnx":

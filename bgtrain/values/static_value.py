@@ -7,7 +7,7 @@ A value function (``ValueFunction``: ``evaluate(board)`` for the side to move, `
 
 * ``positions(board)``, ``V_0`` of positions before the roll, for the side to move: a finished game
   (the opponent has borne off every checker) is its exact loss; a bear-off inside the databases is
-  their exact value (``bgtrain.bearoff_two_sided.bearoff_outcomes``: the two-sided database's where it
+  their exact value (``bgtrain.values.bearoff_two_sided.bearoff_outcomes``: the two-sided database's where it
   covers the position, else the one-sided one's); otherwise the value function's, clamped
   (``clamp_outcomes``) when ``clamps``.
 * ``afterstates(boards)``, ``A_0`` of positions just after a play, for the side that played: exact
@@ -29,8 +29,8 @@ from typing import Protocol
 
 import torch
 
-from bgtrain.bearoff import BearoffDatabase
-from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase, bearoff_outcomes
+from bgtrain.values.bearoff import BearoffDatabase
+from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase, bearoff_outcomes
 from bgtrain.outcomes import clamp_outcomes, flip_outcomes, terminal_outcomes
 from engine.board import flip_board
 from engine.game import winning_points

@@ -7,7 +7,7 @@ race networks 0.13 ± 0.11 less per race decision, for three times the evaluatio
 
 ``EnsembleNetwork`` has the ``ValueNetwork`` evaluation interface (``evaluate``, ``evaluate_flipped``,
 ``forward``), so it can stand wherever a network does, on its own or as one phase's network of a
-``bgtrain.phases.PhaseNetwork``. The mean of cumulative outcome probabilities (``bgtrain.outcomes``)
+``bgtrain.model.phases.PhaseNetwork``. The mean of cumulative outcome probabilities (``bgtrain.outcomes``)
 is itself one (every member satisfies the order ``win >= win gammon >= win backgammon``, and so does
 their mean), and since cubeless equity is linear in them, the ensemble's equity is its members' mean
 equity. A checkpoint of one has ``model = {"kind": "ensemble", "members": [ValueNetwork.model_args()
@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from bgtrain.network import ValueNetwork
+from bgtrain.model.network import ValueNetwork
 from engine.rules import STANDARD, Rules
 
 KIND = "ensemble"

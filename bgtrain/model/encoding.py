@@ -306,7 +306,7 @@ class TesauroPlus(Encoder):
 
 class GnubgContact(Encoder):
     """The 198 Tesauro units followed by GNU Backgammon's 25 hand-crafted contact inputs of each side
-    (``bgtrain.gnubg_inputs``: pip loss and shots, escapes and containment, anchors, mobility, moment,
+    (``bgtrain.model.gnubg_inputs``: pip loss and shots, escapes and containment, anchors, mobility, moment,
     entering, timing, backbone, back game, free pips, break contact, checkers off):
 
     ==========  ==========================================================================================
@@ -327,7 +327,7 @@ class GnubgContact(Encoder):
         return torch.cat((ENCODERS["tesauro198"].encode(board, rules), self.extra_units(board, rules)), dim=-1)
 
     def extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
-        from bgtrain.gnubg_inputs import contact_features
+        from bgtrain.model.gnubg_inputs import contact_features
 
         return contact_features(board, rules.checkers_per_side)
 

@@ -48,14 +48,14 @@ from typing import Any
 import torch
 from torch.func import functional_call, jacrev, vmap
 
-from bgtrain import run_directory as runs
+from bgtrain.training import run_directory as runs
 from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent, argmax_per_position
 from bgtrain.arena.duel import DuelResult, play_duel
-from bgtrain.checkpoint import checkpoint_payload, network_from_checkpoint, save_checkpoint
-from bgtrain.config import Config, config_from_dict, resolve_device, to_toml_text
-from bgtrain.network import ValueNetwork
+from bgtrain.model.checkpoint import checkpoint_payload, network_from_checkpoint, save_checkpoint
+from bgtrain.training.config import Config, config_from_dict, resolve_device, to_toml_text
+from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outcomes
-from bgtrain.static_value import NetworkValue, StaticValue
+from bgtrain.values.static_value import NetworkValue, StaticValue
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
 from engine.movegen import legal_afterstates
@@ -87,7 +87,7 @@ def selfplay_turn(
     """Every game plays its best afterstate (one forward pass over all of them).
     Returns the turn record and the chosen afterstates ``int8[G, 28]``."""
     afterstates = legal_afterstates(state.board, state.dice, rules)
-    # The mover's outcomes of every play (``bgtrain.static_value``: exact where the play ends the
+    # The mover's outcomes of every play (``bgtrain.values.static_value``: exact where the play ends the
     # game, not flipped after an extra roll), all afterstates in one forward pass.
     outcomes = StaticValue(NetworkValue(network, rules), rules, clamps=False).plays(afterstates)
     choice = argmax_per_position(cubeless_equity(outcomes, rules), afterstates)
@@ -374,7 +374,7 @@ class Run:
     @classmethod
     def resume(cls, path: str | Path, overrides: Config | None = None) -> Run:
         """The run saved in ``path``, continuing with ``overrides`` (the saved config with changes that can
-        apply; ``bgtrain.run_directory.FIXED_ON_RESUME`` lists those that cannot, refused by name)."""
+        apply; ``bgtrain.training.run_directory.FIXED_ON_RESUME`` lists those that cannot, refused by name)."""
         payload = runs.load_resume_checkpoint(path, overrides)
         config = overrides or config_from_dict(payload["config"])
         run = cls(config)
@@ -432,8 +432,8 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
     in_place = resume is not None and runs.resume_directory(resume).resolve() == config.run_dir.resolve()
     directory = runs.RunDirectory(config.run_dir).acquire(resuming=in_place, overwrite=overwrite)
     try:
-        if config.train.method == "supervised":  # on datasets instead of self-play: bgtrain.supervised
-            from bgtrain.supervised import train_supervised
+        if config.train.method == "supervised":  # on datasets instead of self-play: bgtrain.training.supervised
+            from bgtrain.training.supervised import train_supervised
 
             directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
             return train_supervised(config, directory, resume, progress)

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from bgtrain.encoding import FirstLayerTable, get_encoder
+from bgtrain.model.encoding import FirstLayerTable, get_encoder
 from bgtrain.outcomes import NUM_OUTCOMES
 from engine.rules import STANDARD, Rules
 
@@ -39,7 +39,7 @@ class ValueNetwork(nn.Module):
     """An MLP over a named encoder's units with ``NUM_OUTCOMES`` sigmoid outputs.
 
     ``forward`` is the plain, differentiable path (train through it); ``evaluate`` computes the same
-    function without gradients through the first-layer table (``bgtrain.encoding.FirstLayerTable``),
+    function without gradients through the first-layer table (``bgtrain.model.encoding.FirstLayerTable``),
     several times faster for move selection.
     """
 

@@ -7,9 +7,9 @@ bear-off database). It has the ``ValueNetwork`` evaluation interface (``evaluate
 ``evaluate_flipped``, ``forward``), so the ``Evaluator``, the agents, ``bgtrain eval``, ``bench`` and
 ``league`` take it like any network. A checkpoint of one has ``model = {"kind": "phases", "phases":
 {name: ValueNetwork.model_args()}}`` and the sub-networks' weights under ``phases.<name>.`` prefixes
-(``bgtrain.checkpoint``); ``combine_checkpoints`` builds one from three ordinary checkpoints (for
+(``bgtrain.model.checkpoint``); ``combine_checkpoints`` builds one from three ordinary checkpoints (for
 example three supervised runs, each with ``[supervised] kinds`` set to one phase), or from a list of
-checkpoints for a phase, which then holds their ``bgtrain.ensembles.EnsembleNetwork`` (its entry
+checkpoints for a phase, which then holds their ``bgtrain.model.ensembles.EnsembleNetwork`` (its entry
 ``{"kind": "ensemble", "members": [...]}``).
 
 ``phase_index`` is written in exportable operations (reductions over points, comparisons), so an
@@ -25,9 +25,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from bgtrain.ensembles import KIND as ENSEMBLE
-from bgtrain.ensembles import EnsembleNetwork
-from bgtrain.network import ValueNetwork
+from bgtrain.model.ensembles import KIND as ENSEMBLE
+from bgtrain.model.ensembles import EnsembleNetwork
+from bgtrain.model.network import ValueNetwork
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND
 from engine.rules import STANDARD, Rules
 
@@ -112,7 +112,7 @@ class PhaseNetwork(nn.Module):
 
 def network_from_args(args: dict[str, Any]) -> ValueNetwork | EnsembleNetwork:
     """The network of one phase (or of a whole model without phases): a ``ValueNetwork``, or an
-    ``bgtrain.ensembles.EnsembleNetwork`` of several."""
+    ``bgtrain.model.ensembles.EnsembleNetwork`` of several."""
     if args.get("kind") == ENSEMBLE:
         return EnsembleNetwork.from_args(args)
     return ValueNetwork.from_args(args)
@@ -128,7 +128,7 @@ def model_from_args(args: dict[str, Any]) -> ValueNetwork | EnsembleNetwork | Ph
 def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path: str | Path) -> Path:
     """Write a phase model checkpoint at ``path`` from checkpoints of single networks: one per phase,
     or for a phase a list of several, which become its ``EnsembleNetwork``."""
-    from bgtrain.checkpoint import checkpoint_payload, load_network, save_checkpoint
+    from bgtrain.model.checkpoint import checkpoint_payload, load_network, save_checkpoint
 
     networks, payloads, sources = {}, {}, {}
     for name, given in zip(PHASES, (contact, crashed, race)):

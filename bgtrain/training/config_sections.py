@@ -1,4 +1,4 @@
-"""The sections of the run configuration (``bgtrain.config``): one frozen dataclass per TOML section,
+"""The sections of the run configuration (``bgtrain.training.config``): one frozen dataclass per TOML section,
 one documented field per knob, each validated when it is built (a ValueError naming the key)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from bgtrain.encoding import ENCODERS
+from bgtrain.model.encoding import ENCODERS
 from engine.variants import VARIANTS
 
 DEVICE_PATTERN = re.compile(r"^(cpu|cuda|cuda:\d+)$")
@@ -63,7 +63,7 @@ class RunConfig:
 @dataclass(frozen=True)
 class ModelConfig:
     encoder: str = "tesauro198"
-    """Input encoder by registry name (``bgtrain.encoding.ENCODERS``)."""
+    """Input encoder by registry name (``bgtrain.model.encoding.ENCODERS``)."""
     hidden: tuple[int, ...] = (80,)
     """Hidden layer sizes, input side first."""
     activation: str = "sigmoid"
@@ -167,7 +167,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class SupervisedConfig:
-    """Supervised training on labelled datasets (``train.method = "supervised"``, ``bgtrain.supervised``)."""
+    """Supervised training on labelled datasets (``train.method = "supervised"``, ``bgtrain.training.supervised``)."""
 
     datasets: tuple[str, ...] = ()
     """Dataset directories (``bgtrain dataset generate``), their complete shards concatenated; ``DIR@N``
@@ -255,7 +255,7 @@ class CheckpointConfig:
 @dataclass(frozen=True)
 class ExecutorConfig:
     mode: str = "local"
-    """Where self-play runs: "local" (the learner plays its own games in lock step, ``bgtrain.train``),
+    """Where self-play runs: "local" (the learner plays its own games in lock step, ``bgtrain.training.td``),
     "process" or "ray" (self-play actors send the learner shards of games played with the latest
     weights they were sent, ``bgtrain.distributed.selfplay``; "process" runs them in this process on the
     same schedule as "ray")."""
