@@ -30,7 +30,6 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.training.config import load_config
 from bgtrain.datasets.generate import GenerationSettings
 from bgtrain.distributed.datasets import generate_dataset_distributed
 from bgtrain.distributed.duels import play_duel_chunked
@@ -39,6 +38,7 @@ from bgtrain.distributed.rollouts import model_recipe, rollout_distributed
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
 from bgtrain.model.network import ValueNetwork
 from bgtrain.rollout import RolloutSettings
+from bgtrain.training.config import load_config
 from engine.position_id import decode_position_id
 
 MODEL = "checkpoints/bgtrain-default.pt"

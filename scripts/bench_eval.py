@@ -26,10 +26,10 @@ from pathlib import Path
 import torch
 
 from bgtrain.arena.duel import play_duel
-from bgtrain.model.checkpoint import load_network
-from bgtrain.values.evaluator import Evaluator, MoveFilter
+from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
+from bgtrain.values.evaluator import Evaluator, MoveFilter
 from engine.movegen import legal_afterstates
 from engine.random_play import sample_positions
 from engine.rules import STANDARD
@@ -113,7 +113,7 @@ def main() -> None:
 
     model = Path(args.model) if args.model else (DEFAULT_MODEL if DEFAULT_MODEL.is_file() else None)
     if model is not None:
-        network, _ = load_network(model)
+        network = load_model(model).model
         model_name = str(model)
     else:
         torch.manual_seed(0)

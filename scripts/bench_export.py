@@ -23,11 +23,11 @@ from pathlib import Path
 
 import torch
 
-import bgtrain.export.onnx_reader
-from bgtrain.model.checkpoint import load_network
+import bgtrain.model.onnx_model
 from bgtrain.export import FIRST_LAYERS, export_model
-from bgtrain.export.onnx_reader import OnnxValueModel
+from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
+from bgtrain.model.onnx_model import OnnxValueModel
 from bgtrain.outcomes import cubeless_equity
 from engine.random_play import sample_positions
 from engine.rules import STANDARD
@@ -44,7 +44,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--first-layers", default=",".join(FIRST_LAYERS),
                         help="ONNX first-layer variants to time (bgtrain/export.py)")
     parser.add_argument("--batch", type=int, default=0, help="positions per evaluate call (0: all at once)")
-    parser.add_argument("--chunk", type=int, default=bgtrain.export.onnx_reader.ONNX_CHUNK,
+    parser.add_argument("--chunk", type=int, default=bgtrain.model.onnx_model.ONNX_CHUNK,
                         help="rows per onnxruntime call inside OnnxValueModel")
     parser.add_argument("--seed", type=int, default=3)
     return parser.parse_args()
@@ -61,9 +61,10 @@ def rate(evaluate, boards: torch.Tensor, batch: int) -> float:
 def main() -> None:
     args = parse_args()
     torch.set_num_threads(args.threads)
-    bgtrain.export.onnx_reader.ONNX_CHUNK = args.chunk
+    bgtrain.model.onnx_model.ONNX_CHUNK = args.chunk
     if args.checkpoint:
-        network, payload = load_network(args.checkpoint)
+        loaded = load_model(args.checkpoint)
+        network, payload = loaded.model, loaded.payload
         source = args.checkpoint
     else:
         torch.manual_seed(args.seed)

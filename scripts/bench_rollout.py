@@ -42,8 +42,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings, rollout
+from bgtrain.values.evaluator import Evaluator
 from engine.position_id import decode_position_id
 
 BROKEN_ROLLOUT_PROBE = """

@@ -27,9 +27,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_cube_gnubg import Gnubg, Scenario
 
+from bgtrain.cube import CubeState, MoneyGame, action_label
 from bgtrain.values.bearoff import all_positions
 from bgtrain.values.bearoff_two_sided import load_two_sided_database
-from bgtrain.cube import CubeState, MoneyGame, action_label
 from engine.position_id import encode_position_id
 
 SCENARIOS = (

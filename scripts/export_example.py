@@ -19,11 +19,11 @@ import numpy as np
 import onnxruntime
 import torch
 
-from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
-from bgtrain.training.config import Config
 from bgtrain.export import export_checkpoint
-from bgtrain.export.onnx_reader import load_value_model
+from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
 from bgtrain.model.network import ValueNetwork
+from bgtrain.model.onnx_model import load_value_model
+from bgtrain.training.config import Config
 from engine.board import flip_board
 from engine.rules import STANDARD
 

@@ -46,8 +46,8 @@ from bgtrain.benchmark.decisions import (
 )
 from bgtrain.benchmark.rollout_reference import cross_fitted_losses, keep_top, rollout_reference
 from bgtrain.benchmark.scorer import agent_choices, losses_of_plays, mean_interval
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings
+from bgtrain.values.evaluator import Evaluator
 
 DEFAULT_AGENTS = "pubeval,gnubg:0ply,checkpoints/bgtrain-default.pt,checkpoints/bgtrain-plus.pt"
 

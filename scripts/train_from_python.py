@@ -16,9 +16,9 @@ from pathlib import Path
 
 from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent
 from bgtrain.arena.duel import play_duel
-from bgtrain.model.checkpoint import load_network
-from bgtrain.training.config import load_config
 from bgtrain.export import export_checkpoint
+from bgtrain.model.loading import load_model
+from bgtrain.training.config import load_config
 from bgtrain.training.td import train
 from engine.rules import STANDARD
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     final = train(config, progress=False, argv=["scripts/train_from_python.py"])
     print(f"trained {config.train.total_games:,} games: {final}")
 
-    network, _ = load_network(final)
+    network = load_model(final).model
     agent = GreedyValueAgent.from_network(network, "from_python", STANDARD)
     result = play_duel(agent, PubevalAgent(STANDARD), args.bench_games, seed=11)
     print(result.summary())

@@ -163,8 +163,8 @@ class FunctionValue:
 def tiny_checkpoint(path: Path, seed: int = 5, hidden=(8,), encoder: str = "tesauro198", **payload) -> Path:
     """A loadable checkpoint of a small seeded network at ``path``; ``payload`` adds or replaces entries."""
     from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
-    from bgtrain.training.config import Config
     from bgtrain.model.network import ValueNetwork
+    from bgtrain.training.config import Config
 
     torch.manual_seed(seed)
     network = ValueNetwork(encoder, list(hidden), "sigmoid")

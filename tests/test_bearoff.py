@@ -10,6 +10,7 @@ import pytest
 import torch
 from helpers import bearoff_board, roll_weight
 
+from bgtrain.outcomes import LOSE_BACKGAMMON, LOSE_GAMMON, WIN, WIN_BACKGAMMON, WIN_GAMMON
 from bgtrain.values.bearoff import (
     BearoffDatabase,
     all_positions,
@@ -18,7 +19,6 @@ from bgtrain.values.bearoff import (
     position_count,
     rank,
 )
-from bgtrain.outcomes import LOSE_BACKGAMMON, LOSE_GAMMON, WIN, WIN_BACKGAMMON, WIN_GAMMON
 from engine.dice import ALL_ROLLS
 from engine.reference import reference_afterstates
 from engine.rules import STANDARD, Rules

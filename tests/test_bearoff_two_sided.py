@@ -12,6 +12,10 @@ import pytest
 import torch
 from helpers import compile_mode
 
+from bgtrain.cli import main
+from bgtrain.cube import CubeAction, CubeState, MatchGame, MoneyGame, TakeAction
+from bgtrain.model.checkpoint import save_checkpoint
+from bgtrain.model.network import ValueNetwork
 from bgtrain.values.bearoff import all_positions, build_bearoff_database, position_count, rank
 from bgtrain.values.bearoff import default_path as one_sided_default_path
 from bgtrain.values.bearoff_two_sided import (
@@ -20,11 +24,7 @@ from bgtrain.values.bearoff_two_sided import (
     default_path,
     load_two_sided_database,
 )
-from bgtrain.model.checkpoint import save_checkpoint
-from bgtrain.cli import main
-from bgtrain.cube import CubeAction, CubeState, MatchGame, MoneyGame, TakeAction
 from bgtrain.values.evaluator import Evaluator
-from bgtrain.model.network import ValueNetwork
 from engine.board import flip_board
 from engine.position_id import encode_position_id
 from engine.reference import reference_afterstates

@@ -10,8 +10,8 @@ from helpers import has_gnubg, tiny_checkpoint
 
 from bgtrain.arena.duel import DuelResult
 from bgtrain.arena.league import fit_ratings
-from bgtrain.matfile import read_mat, replay_game
 from bgtrain.cli import main
+from bgtrain.matfile import read_mat, replay_game
 
 
 def test_bench_prints_and_writes_json(tmp_path, capsys):

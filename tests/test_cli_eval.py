@@ -8,14 +8,14 @@ import pytest
 import torch
 
 import bgtrain.commands.eval as eval_command
+from bgtrain.cli import main
+from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
+from bgtrain.model.network import ValueNetwork
+from bgtrain.outcomes import cubeless_equity
+from bgtrain.training.config import Config, RunConfig
 from bgtrain.values.bearoff import build_bearoff_database, default_path
 from bgtrain.values.bearoff_two_sided import build_two_sided_database
 from bgtrain.values.bearoff_two_sided import default_path as two_sided_default_path
-from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
-from bgtrain.cli import main
-from bgtrain.training.config import Config, RunConfig
-from bgtrain.model.network import ValueNetwork
-from bgtrain.outcomes import cubeless_equity
 
 START = "4HPwATDgc/ABMA"
 START_XGID_52 = "XGID=-b----E-C---eE---c-e----B-:0:0:1:52:0:0:0:0:10"

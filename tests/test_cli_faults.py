@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from bgtrain.values.bearoff import build_bearoff_database, default_path
-from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
 from bgtrain.cli import main
-from bgtrain.training.config import Config, RunConfig
 from bgtrain.files import atomic_write, save_tagged
+from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
 from bgtrain.model.network import ValueNetwork
+from bgtrain.training.config import Config, RunConfig
+from bgtrain.values.bearoff import build_bearoff_database, default_path
 
 START = "4HPwATDgc/ABMA"
 ROOT = Path(__file__).resolve().parent.parent

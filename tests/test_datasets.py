@@ -14,8 +14,8 @@ from bgtrain.cli import main
 from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
 from bgtrain.datasets.generate import GenerationSettings, generate_dataset
 from bgtrain.datasets.shards import SHARD_FIELDS, read_shard
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.model.network import ValueNetwork
+from bgtrain.values.evaluator import Evaluator
 
 SETTINGS = GenerationSettings(positions=50, shard_size=20, seed=3, games_in_parallel=24, burn_in_turns=6,
                               sample_rate=0.5, select_ply=1, select_threshold=0.02, keep_agreeing=0.3)

@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 import torch
 
-from bgtrain.model.checkpoint import save_checkpoint
-from bgtrain.training.config import load_config
 from bgtrain.distributed.duels import chunk_bounds, play_duel_chunked, play_league_chunked
 from bgtrain.distributed.executor import InProcessExecutor, WorkUnit, make_executor, run_tasks
 from bgtrain.distributed.shards import ShardStore
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
+from bgtrain.model.checkpoint import save_checkpoint
 from bgtrain.model.network import ValueNetwork
+from bgtrain.training.config import load_config
 from engine.keyed_dice import KeyedDice, KeyedMirroredDice
 
 ray = pytest.importorskip("ray")
@@ -304,8 +304,8 @@ def _same_rollout(a, b) -> bool:
 @pytest.fixture(scope="module")
 def reference_rollout():
     """108 trials of two positions in one in-process batch: what every chunking must reproduce."""
-    from bgtrain.values.evaluator import Evaluator
     from bgtrain.rollout import rollout
+    from bgtrain.values.evaluator import Evaluator
 
     boards, settings, cube = _rollout_inputs()
     return rollout(Evaluator.from_path(ROLLOUT_MODEL), boards, settings, seed=11, trials=108, cubes=cube)

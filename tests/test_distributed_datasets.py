@@ -17,15 +17,15 @@ import pytest
 import torch
 from helpers import compile_mode
 
-from bgtrain.model.checkpoint import save_checkpoint
 from bgtrain.cli import main
-from bgtrain.training.config import load_config
 from bgtrain.datasets.generate import GenerationSettings, generate_dataset
 from bgtrain.datasets.labellers import labeller_from_spec
 from bgtrain.datasets.shards import read_manifest
 from bgtrain.distributed.datasets import generate_dataset_distributed
-from bgtrain.values.evaluator import Evaluator
+from bgtrain.model.checkpoint import save_checkpoint
 from bgtrain.model.network import ValueNetwork
+from bgtrain.training.config import load_config
+from bgtrain.values.evaluator import Evaluator
 
 SETTINGS = GenerationSettings(positions=30, shard_size=10, seed=5, games_in_parallel=16, burn_in_turns=4,
                               sample_rate=0.5, select_ply=1, select_threshold=0.02, keep_agreeing=0.3)

@@ -13,10 +13,10 @@ from helpers import compile_mode
 
 from bgtrain.cli import main
 from bgtrain.distributed.rollouts import rollout_distributed, rollout_plays_distributed
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings
 from bgtrain.rollout.chunks import rollout_in_chunks, target_reached
 from bgtrain.rollout.plays import rollout_plays
+from bgtrain.values.evaluator import Evaluator
 from engine.position_id import decode_position_id
 
 ROOT = Path(__file__).resolve().parent.parent

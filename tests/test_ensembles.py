@@ -8,12 +8,14 @@ import torch
 from helpers import compile_mode, random_boards
 
 from bgtrain.arena.specs import make_agent
-from bgtrain.model.checkpoint import load_network, save_checkpoint
-from bgtrain.training.config import Config, config_to_dict
+from bgtrain.model.checkpoint import save_checkpoint
+from bgtrain.model.combine import combine_checkpoints
 from bgtrain.model.ensembles import EnsembleNetwork
+from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
+from bgtrain.model.phases import PHASES, PhaseNetwork, phase_index
 from bgtrain.outcomes import cubeless_equity
-from bgtrain.model.phases import PHASES, PhaseNetwork, combine_checkpoints, phase_index
+from bgtrain.training.config import Config, config_to_dict
 from engine.board import flip_board
 from engine.rules import STANDARD
 
@@ -57,7 +59,8 @@ def test_the_mean_of_the_members():
 def test_checkpoint_round_trip_alone_and_as_a_phase(tmp_path):
     nets = members(1)
     alone = save(EnsembleNetwork(nets), tmp_path / "ensemble.pt")
-    loaded, payload = load_network(alone)
+    loaded = load_model(alone)
+    loaded, payload = loaded.model, loaded.payload
     assert payload["model"]["kind"] == "ensemble" and len(payload["model"]["members"]) == 3
     board = boards()
     torch.testing.assert_close(loaded.evaluate(board), EnsembleNetwork(nets).evaluate(board))
@@ -65,7 +68,8 @@ def test_checkpoint_round_trip_alone_and_as_a_phase(tmp_path):
     # A phase model whose contact phase is an ensemble of three checkpoints.
     paths = [save(net, tmp_path / f"member{index}.pt") for index, net in enumerate(nets)]
     combined = combine_checkpoints(paths, paths[1], [paths[2]], tmp_path / "phases.pt")
-    model, payload = load_network(combined)
+    loaded = load_model(combined)
+    model, payload = loaded.model, loaded.payload
     assert payload["model"]["phases"]["contact"]["kind"] == "ensemble"
     assert payload["sources"]["contact"] == [str(path) for path in paths]
     assert payload["sources"]["crashed"] == str(paths[1]) and payload["counters"]["games"] == 50
@@ -85,7 +89,7 @@ def test_onnx_export_averages_like_the_model(tmp_path):
     # About a minute on the shared 2-core CPU: five traced networks and onnxruntime's check.
     pytest.importorskip("onnxruntime")
     from bgtrain.export import export_model
-    from bgtrain.export.onnx_reader import OnnxValueModel
+    from bgtrain.model.onnx_model import OnnxValueModel
 
     nets = members(2)
     board = boards()

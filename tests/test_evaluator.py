@@ -7,10 +7,7 @@ import torch
 from helpers import bearoff_board, random_boards, roll_weight
 
 from bgtrain.arena.duel import play_duel
-from bgtrain.values.bearoff import build_bearoff_database
 from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
-from bgtrain.training.config import Config
-from bgtrain.values.evaluator import Evaluator, MoveFilter, NetworkValue
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import (
     LOSE_GAMMON,
@@ -21,6 +18,9 @@ from bgtrain.outcomes import (
     flip_outcomes,
     terminal_outcomes,
 )
+from bgtrain.training.config import Config
+from bgtrain.values.bearoff import build_bearoff_database
+from bgtrain.values.evaluator import Evaluator, MoveFilter, NetworkValue
 from engine.board import flip_board, pip_counts
 from engine.dice import ALL_ROLLS
 from engine.game import winning_points

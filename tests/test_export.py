@@ -12,15 +12,15 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
 from bgtrain.cli import main
-from bgtrain.training.config import Config
-from bgtrain.model.encoding import ENCODERS, Encoder
 from bgtrain.export import BOARD_LAYOUT, FIRST_LAYERS, export_checkpoint
 from bgtrain.export.graph import GraphEncoder
-from bgtrain.export.onnx_reader import OnnxValueModel, load_value_model
+from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
+from bgtrain.model.encoding import ENCODERS, Encoder
 from bgtrain.model.network import ValueNetwork
+from bgtrain.model.onnx_model import OnnxValueModel, load_value_model
 from bgtrain.outcomes import cubeless_equity
+from bgtrain.training.config import Config
 from engine.board import flip_board
 from engine.random_play import sample_positions
 from engine.rules import STANDARD

@@ -8,7 +8,14 @@ import torch
 from helpers import random_boards
 
 from bgtrain.model.encoding import FirstLayerTable, get_encoder
-from bgtrain.model.gnubg_inputs import FEATURES, ROLLS, contact_features, escape_tables, half_features, side_counts
+from bgtrain.model.gnubg_inputs import (
+    FEATURES,
+    ROLLS,
+    contact_features,
+    escape_tables,
+    half_features,
+    side_counts,
+)
 from engine.board import MOVER_BAR, OPPONENT_BAR, flip_board
 from engine.rules import STANDARD
 
@@ -291,8 +298,8 @@ def test_onnx_export_round_trip():
     # About a minute on 2 shared cores: the traced graph holds every unrolled step of the shot counting.
     pytest.importorskip("onnxruntime")
     from bgtrain.export import export_model
-    from bgtrain.export.onnx_reader import OnnxValueModel
     from bgtrain.model.network import ValueNetwork
+    from bgtrain.model.onnx_model import OnnxValueModel
 
     torch.manual_seed(0)
     network = ValueNetwork("gnubg_contact", (16,)).eval()

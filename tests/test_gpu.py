@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bgtrain.training.config import load_config
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.model.network import ValueNetwork
+from bgtrain.training.config import load_config
 from bgtrain.training.td import Run, train
+from bgtrain.values.evaluator import Evaluator
 from engine.movegen import legal_afterstates
 from engine.random_play import sample_positions
 
@@ -71,10 +71,11 @@ def test_a_training_update_on_cuda_equals_the_cpu(tmp_path):
 
 
 def test_a_tiny_run_on_cuda_trains_and_loads_on_the_cpu(tmp_path):
-    from bgtrain.model.checkpoint import load_network
+    from bgtrain.model.loading import load_model
 
     final = train(load_config("configs/quick.toml", [f"run.out_dir={tmp_path}", "run.name=cuda", *TINY,
                                                      "run.device=cuda"]), progress=False)
-    loaded, payload = load_network(final)
+    loaded = load_model(final)
+    loaded, payload = loaded.model, loaded.payload
     assert payload["counters"]["games"] >= 64
     assert all(torch.isfinite(value).all() for value in loaded.state_dict().values())

@@ -7,12 +7,14 @@ import pytest
 import torch
 from helpers import compile_mode, random_boards
 
-from bgtrain.model.checkpoint import load_network, save_checkpoint
-from bgtrain.training.config import Config, config_to_dict
 from bgtrain.cube.efficiency import PositionKind, position_kinds
-from bgtrain.values.evaluator import Evaluator
+from bgtrain.model.checkpoint import save_checkpoint
+from bgtrain.model.combine import combine_checkpoints
+from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
-from bgtrain.model.phases import CONTACT, CRASHED, PHASES, RACE, PhaseNetwork, combine_checkpoints, phase_index
+from bgtrain.model.phases import CONTACT, CRASHED, PHASES, RACE, PhaseNetwork, phase_index
+from bgtrain.training.config import Config, config_to_dict
+from bgtrain.values.evaluator import Evaluator
 from engine.board import flip_board
 from engine.rules import STANDARD
 
@@ -63,7 +65,8 @@ def test_save_load_and_the_tools(tmp_path):
                                "config": config_to_dict(Config()), "counters": {}, "rules": "backgammon"})
         paths.append(path)
     combined = combine_checkpoints(*paths, tmp_path / "phases.pt")
-    loaded, payload = load_network(combined)
+    loaded = load_model(combined)
+    loaded, payload = loaded.model, loaded.payload
     assert payload["model"]["kind"] == "phases"
     board = boards()
     torch.testing.assert_close(loaded.evaluate(board), PhaseNetwork(parts).evaluate(board))
@@ -106,7 +109,7 @@ def test_onnx_export_routes_like_the_model(tmp_path):
     # About 50 s on the shared 2-core CPU: three traced networks and onnxruntime's check.
     pytest.importorskip("onnxruntime")
     from bgtrain.export import export_model
-    from bgtrain.export.onnx_reader import OnnxValueModel
+    from bgtrain.model.onnx_model import OnnxValueModel
 
     model = PhaseNetwork(networks(2))
     path = tmp_path / "phases.onnx"

@@ -9,16 +9,16 @@ import math
 import pytest
 import torch
 
-from bgtrain.values.bearoff import build_bearoff_database, default_path
-from bgtrain.values.bearoff_two_sided import build_two_sided_database
-from bgtrain.values.bearoff_two_sided import default_path as two_sided_default_path
 from bgtrain.cli import main
 from bgtrain.cube import CubeState
-from bgtrain.values.evaluator import Evaluator, MoveFilter
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
 from bgtrain.rollout import RolloutResult, RolloutSettings, rollout
 from bgtrain.rollout.dice import BLOCK, STRATA, roll_strata, rollout_dice
 from bgtrain.rollout.plays import rollout_plays
+from bgtrain.values.bearoff import build_bearoff_database, default_path
+from bgtrain.values.bearoff_two_sided import build_two_sided_database
+from bgtrain.values.bearoff_two_sided import default_path as two_sided_default_path
+from bgtrain.values.evaluator import Evaluator, MoveFilter
 from engine.board import flip_board
 from engine.movegen import legal_afterstates
 from engine.position_id import decode_position_id

@@ -17,8 +17,8 @@ from bgtrain.benchmark.rollout_reference import (
     rollout_reference,
 )
 from bgtrain.benchmark.scorer import losses_of_plays
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings
+from bgtrain.values.evaluator import Evaluator
 
 
 def toy_decisions(counts: list[int]) -> DecisionSet:

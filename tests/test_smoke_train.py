@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bgtrain.model.checkpoint import load_network
 from bgtrain.cli import main
+from bgtrain.model.loading import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +33,7 @@ def test_train_writes_checkpoints_logs_and_config(tmp_path, capsys):
     assert (out / "config.toml").exists() and (out / "command.txt").exists()
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
     assert list((out / "checkpoints").glob("games_*.pt"))
-    _, payload = load_network(out / "final.pt")
+    payload = load_model(out / "final.pt").payload
     assert payload["counters"]["games"] >= 64
     assert "random" in payload["strength"] or "pubeval" in payload["strength"]
     assert payload["model"]["encoder"] == "tesauro198" and payload["config"]["model"]["hidden"] == [8]
@@ -88,16 +88,16 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-    _, payload = load_network(latest)
+    payload = load_model(latest).payload
     saved_games = payload["counters"]["games"]
     assert saved_games >= 64
     # A kill never leaves a half-written file under a checkpoint's name: every one of them loads.
     for checkpoint in (out / "checkpoints").glob("games_*.pt"):
-        load_network(checkpoint)
+        load_model(checkpoint)
     status = main(["train", "--resume", str(latest), "--no-progress", "train.total_games=" + str(saved_games + 32),
                    "evaluation.games=10"])
     assert status == 0
-    _, final = load_network(out / "final.pt")
+    final = load_model(out / "final.pt").payload
     assert final["counters"]["games"] >= saved_games + 32
 
 
@@ -114,7 +114,7 @@ def test_training_from_a_python_script(tmp_path, capsys):
     assert script.main(argv) == 0
     out = capsys.readouterr().out
     final = tmp_path / "from_python" / "final.pt"
-    _, payload = load_network(final)
+    payload = load_model(final).payload
     assert payload["counters"]["games"] >= 128 and payload["config"]["model"]["hidden"] == [40]
     assert "from_python vs pubeval" in out and "20 games" in out
     if export:

@@ -7,12 +7,12 @@ import pytest
 import torch
 from helpers import compile_mode, random_boards
 
-from bgtrain.model.checkpoint import load_network
 from bgtrain.cli import main
-from bgtrain.training.config import load_config
 from bgtrain.cube.efficiency import position_kinds
 from bgtrain.datasets import load_datasets
 from bgtrain.datasets.shards import FORMAT_VERSION, MANIFEST_FORMAT, write_manifest, write_shard
+from bgtrain.model.loading import load_model
+from bgtrain.training.config import load_config
 from bgtrain.training.supervised import learning_rate_at
 from bgtrain.training.td import train
 
@@ -48,7 +48,8 @@ def test_overfits_a_tiny_dataset(tmp_path, tiny_dataset):
     config = config_for(tiny_dataset, tmp_path / "fit", "supervised.epochs=150", "supervised.batch_size=32", "supervised.checkpoint_every_epochs=1000",
                         "supervised.learning_rate=2e-2", "supervised.loss=mse", "supervised.weight_decay=0.0")
     final = train(config, progress=False)
-    network, payload = load_network(final)
+    loaded = load_model(final)
+    network, payload = loaded.model, loaded.payload
     data = load_datasets(tiny_dataset)
     error = (network(data.positions) - data.targets).abs().mean()
     start = (data.targets - data.targets.mean(0)).abs().mean()
@@ -59,10 +60,11 @@ def test_overfits_a_tiny_dataset(tmp_path, tiny_dataset):
 
 def test_resumes_exactly_from_an_epoch_checkpoint(tmp_path, tiny_dataset):
     config = config_for(tiny_dataset, tmp_path / "whole", "supervised.epochs=3", "supervised.batch_size=16")
-    whole, _ = load_network(train(config, progress=False))
+    whole = load_model(train(config, progress=False)).model
     middle = tmp_path / "whole" / "checkpoints" / "epoch_0001.pt"
     resumed_config = config_for(tiny_dataset, tmp_path / "resumed", "supervised.epochs=3", "supervised.batch_size=16")
-    resumed, payload = load_network(train(resumed_config, resume=middle, progress=False))
+    loaded = load_model(train(resumed_config, resume=middle, progress=False))
+    resumed, payload = loaded.model, loaded.payload
     for name, tensor in whole.state_dict().items():
         assert torch.equal(tensor, resumed.state_dict()[name]), name
     assert payload["counters"]["epochs"] == 3
@@ -71,8 +73,8 @@ def test_resumes_exactly_from_an_epoch_checkpoint(tmp_path, tiny_dataset):
 def test_starts_from_a_td_checkpoint(tmp_path, tiny_dataset):
     config = config_for(tiny_dataset, tmp_path / "init", "supervised.epochs=1", "model.hidden=[128]",
                         "supervised.init_from=checkpoints/bgtrain-plus.pt", "supervised.learning_rate=1e-9")
-    network, _ = load_network(train(config, progress=False))
-    shipped, _ = load_network("checkpoints/bgtrain-plus.pt")
+    network = load_model(train(config, progress=False)).model
+    shipped = load_model("checkpoints/bgtrain-plus.pt").model
     torch.testing.assert_close(network.output_layer.bias, shipped.output_layer.bias, atol=1e-5, rtol=0)
     wrong = config_for(tiny_dataset, tmp_path / "wrong", "supervised.init_from=checkpoints/bgtrain-plus.pt")
     with pytest.raises(ValueError, match="set \\[model\\] to match"):
@@ -94,7 +96,8 @@ def test_cli_smoke(tmp_path, tiny_dataset, capsys):
                  f"supervised.datasets=['{tiny_dataset}']", "supervised.epochs=2", "evaluation.games=2",
                  "model.hidden=[8]", "supervised.kinds=['contact','crashed','race','bearoff']"])
     assert code == 0
-    network, payload = load_network(out / "final.pt")
+    loaded = load_model(out / "final.pt")
+    network, payload = loaded.model, loaded.payload
     assert network.encoder.name == "gnubg_contact" and "pubeval" in payload["strength"]
     assert (out / "tensorboard").is_dir()
     assert main(["train", "--config", "configs/supervised_gen1.toml", "--out", str(tmp_path / "none"),

@@ -6,8 +6,8 @@ import pytest
 import torch
 from helpers import random_boards
 
-from bgtrain.training.config import load_config
 from bgtrain.outcomes import flip_outcomes, terminal_outcomes
+from bgtrain.training.config import load_config
 from bgtrain.training.td import Run, Turn, lambda_returns, train
 
 

@@ -719,8 +719,8 @@ def test_selfplay_steps_on_a_variant(name, tmp_path):
 
 
 def test_search_refuses_acey_deucey_beyond_0_ply():
-    from bgtrain.values.evaluator import Evaluator
     from bgtrain.model.network import ValueNetwork
+    from bgtrain.values.evaluator import Evaluator
 
     rules = get_rules("acey-deucey-single")
     evaluator = Evaluator.from_network(ValueNetwork("tesauro198", (8,)), rules, bearoff=False)
@@ -816,8 +816,8 @@ def test_evaluator_values_extra_roll_plays_for_the_mover():
     """An acey-deucey play that earns an extra roll leaves the mover on roll: the evaluator's 0-ply
     choice must agree with the greedy agent's, which values those plays for the mover."""
     from bgtrain.arena.agents import GreedyValueAgent
-    from bgtrain.values.evaluator import Evaluator
     from bgtrain.model.network import ValueNetwork
+    from bgtrain.values.evaluator import Evaluator
 
     torch.manual_seed(3)
     network = ValueNetwork("tesauro198", (16,))

@@ -13,8 +13,8 @@ import random
 import pytest
 import torch
 
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.model.network import ValueNetwork
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.web.dice import ScriptedDice, SeededDice
 from bgtrain.web.game import Session, Settings
 from bgtrain.web.turn import TurnTree

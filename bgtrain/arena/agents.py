@@ -11,9 +11,9 @@ from typing import Protocol
 import torch
 
 from bgtrain.arena.pubeval import pubeval_scores
+from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.bearoff import BearoffDatabase
 from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase
-from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction
 from engine.movegen import Afterstates
 from engine.position_facts import is_race

@@ -7,7 +7,7 @@ Forms of ``spec`` (:data:`SPEC_FORMS`):
 ``PATH.pt`` / ``PATH.pt:Nply``      a bgtrain checkpoint: its evaluator's move choice (``bgtrain.values.evaluator``)
                              at 0-ply by default, N-ply search with ``:Nply``; at every ply with the
                              bear-off databases and the evaluator's clamps, as GNU Backgammon plays;
-``PATH.onnx`` / ``PATH.onnx:Nply``  an exported ONNX model (``bgtrain.export.onnx_reader``), the same way;
+``PATH.onnx`` / ``PATH.onnx:Nply``  an exported ONNX model (``bgtrain.model.onnx_model``), the same way;
 ``gnubg:0ply|1ply|2ply``     GNU Backgammon's checker play (``bgtrain.arena.gnubg``; ``gnubg`` alone
                              is 0-ply), when ``pip install gnubg-nn`` has been run.
 
@@ -67,10 +67,8 @@ def make_agent(
         return agent
     model = model_spec(text)
     if model:
-        path, suffix, ply = model
-        if suffix == "pt":
-            return _checkpoint_agent(path, ply, text, rules, device, bearoff)
-        return _onnx_agent(path, ply, text, rules, device, bearoff)
+        path, _, ply = model
+        return _model_agent(path, ply, text, rules, device, bearoff)
     raise _unknown(spec)
 
 
@@ -88,18 +86,10 @@ def model_spec(spec: str) -> tuple[Path, str, int] | None:
     return Path(model.group("path")), model.group("suffix").lower(), ply
 
 
-def _checkpoint_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
-    from bgtrain.model.checkpoint import check_variant, load_network
+def _model_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
+    from bgtrain.model.loading import load_model
 
-    network, payload = load_network(path, device)
-    check_variant(payload, rules, str(path))
-    return network_agent(network, ply, name, rules, bearoff)
-
-
-def _onnx_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
-    from bgtrain.export.onnx_reader import load_value_model
-
-    return network_agent(load_value_model(path, device), ply, name, rules, bearoff)
+    return network_agent(load_model(path, rules, device).model, ply, name, rules, bearoff)
 
 
 def network_agent(model, ply: int, name: str, rules: Rules, bearoff: bool = True) -> Agent:

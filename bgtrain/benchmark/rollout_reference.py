@@ -31,10 +31,10 @@ import numpy as np
 import torch
 
 from bgtrain.benchmark.decisions import CLASSES, DecisionSet, concatenate, content_hash
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.files import atomic_write
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
 from bgtrain.rollout import RolloutSettings, rollout
+from bgtrain.values.evaluator import Evaluator
 from engine.board import flip_board
 
 

@@ -30,12 +30,12 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.values.bearoff_two_sided import exact_money_decision
 from bgtrain.commands import add_device, add_variant
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
 from bgtrain.cube.efficiency import cube_efficiency
-from bgtrain.values.evaluator import MAX_PLY, Evaluator, HintMove
 from bgtrain.outcomes import cubeless_equity
+from bgtrain.values.bearoff_two_sided import exact_money_decision
+from bgtrain.values.evaluator import MAX_PLY, Evaluator, HintMove
 from engine.board import mover_checkers_on_board, opponent_checkers_on_board
 from engine.drawing import draw_board
 from engine.parsing import CubeSetting, parse_dice, parse_hand, parse_position

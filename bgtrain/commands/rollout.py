@@ -43,10 +43,10 @@ from bgtrain.commands import add_device, add_seed, add_threads, apply_threads
 from bgtrain.commands.eval import DEFAULT_MODEL, OUTCOME_NAMES, PROBABILITY_HEADER, default_model
 from bgtrain.cube import CubeState
 from bgtrain.distributed.executor import add_executor_arguments, executor_from_args
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.rollout import RolloutSettings
 from bgtrain.rollout.chunks import DEFAULT_CHUNK, rollout_in_chunks
 from bgtrain.rollout.plays import rollout_plays
+from bgtrain.values.evaluator import Evaluator
 from engine.parsing import parse_dice, parse_position
 from engine.position_id import encode_position_id, split_checkers_in_hand
 

@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 
 from bgtrain.commands import add_device, add_seed, add_threads, add_variant, apply_threads
-from bgtrain.training.config import apply_overrides, config_from_dict, config_to_dict, load_config
 from bgtrain.files import check_output_directory
+from bgtrain.training.config import apply_overrides, config_from_dict, config_to_dict, load_config
 
 # Config overrides (section.field=value, --section.field value) are taken out of the command line by
 # bgtrain.cli with bgtrain.training.config.split_overrides and arrive as args.config_overrides.

@@ -46,8 +46,8 @@ from bgtrain.datasets.shards import (
     write_manifest,
     write_shard,
 )
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import cubeless_equity
+from bgtrain.values.evaluator import Evaluator
 from engine.dice import RandomDice
 from engine.game import new_games, play
 from engine.movegen import legal_afterstates

@@ -44,14 +44,13 @@ _ARRAYS = ("outcomes", "raw_outcomes", "plies", "cubeful", "raw_cubeful")
 
 def model_recipe(model: str | Path) -> dict:
     """What a worker needs to rebuild the evaluator of ``model``: a checkpoint is read here, once."""
-    if Path(model).suffix.lower() == ".onnx":
-        from bgtrain.export.onnx_reader import OnnxValueModel
+    from bgtrain.model.loading import load_model
 
-        return {"path": str(model), "variant": OnnxValueModel(model, "cpu").rules.name}
-    from bgtrain.model.checkpoint import load_network, trained_variant
-
-    network, payload = load_network(model, "cpu")
-    return {"model": network.model_args(), "weights": network_arrays(network), "variant": trained_variant(payload)}
+    loaded = load_model(model, device="cpu")
+    if loaded.payload is None:  # an ONNX export: the worker opens the file itself
+        return {"path": str(model), "variant": loaded.rules.name}
+    network = loaded.model
+    return {"model": network.model_args(), "weights": network_arrays(network), "variant": loaded.rules.name}
 
 
 def evaluator_from_recipe(recipe: dict, device: str):

@@ -34,10 +34,10 @@ from typing import Any
 
 import torch
 
-from bgtrain.model.checkpoint import load_checkpoint
-from bgtrain.training.config import Config
 from bgtrain.distributed.executor import make_executor
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
+from bgtrain.model.checkpoint import load_checkpoint
+from bgtrain.training.config import Config
 from bgtrain.training.td import Run, learning_rate_at
 
 

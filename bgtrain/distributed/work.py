@@ -30,8 +30,8 @@ from bgtrain.arena.agents import RandomAgent
 from bgtrain.arena.duel import play_pairs
 from bgtrain.arena.specs import make_agent, model_spec, network_agent
 from bgtrain.distributed.executor import WorkUnit
+from bgtrain.model.factory import model_from_args
 from bgtrain.model.network import ValueNetwork
-from bgtrain.model.phases import model_from_args
 from engine.keyed_dice import KeyedMirroredDice
 from engine.variants import get_rules
 
@@ -60,12 +60,10 @@ def agent_recipe(spec: str, rules) -> dict:
     is sent out) and rebuilt on the worker from the spec (ONNX files must be on a shared filesystem)."""
     model = model_spec(spec)
     if model is not None and model[1] == "pt":
-        from bgtrain.model.checkpoint import check_variant, load_checkpoint, network_from_checkpoint
+        from bgtrain.model.loading import load_model
 
         path, _, ply = model
-        payload = load_checkpoint(path)
-        check_variant(payload, rules, str(path))
-        network = network_from_checkpoint(payload, str(path))
+        network = load_model(path, rules).model
         return {"spec": spec.strip(), "model": network.model_args(), "weights": network_arrays(network), "ply": ply}
     make_agent(spec, rules, "cpu")
     return {"spec": spec.strip()}

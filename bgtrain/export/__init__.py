@@ -39,7 +39,14 @@ graphs), ``modules`` (the exported modules), ``writer`` (metadata, bytes, checks
 
 from __future__ import annotations
 
-from bgtrain.export.format import (
+from bgtrain.export.writer import (
+    bgtrain_version,
+    check_positions,
+    export_checkpoint,
+    export_metadata,
+    export_model,
+)
+from bgtrain.model.export_format import (
     BOARD_LAYOUT,
     DEFAULT_FIRST_LAYER,
     EQUITY_MEANING,
@@ -56,14 +63,7 @@ from bgtrain.export.format import (
     equity_meaning,
     require_onnx,
 )
-from bgtrain.export.onnx_reader import ONNX_CHUNK, OnnxValueModel, load_value_model
-from bgtrain.export.writer import (
-    bgtrain_version,
-    check_positions,
-    export_checkpoint,
-    export_metadata,
-    export_model,
-)
+from bgtrain.model.onnx_model import ONNX_CHUNK, OnnxValueModel, load_value_model
 
 __all__ = [
     "BOARD_LAYOUT",

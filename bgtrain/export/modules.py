@@ -8,13 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bgtrain.export.graph import GraphEncoder, graph_extra_units
 from bgtrain.model.encoding import (
     COUNT_VALUES,
     MAX_CHECKERS,
     FirstLayerTable,
 )
-from bgtrain.export.format import FIRST_LAYERS
-from bgtrain.export.graph import GraphEncoder, graph_extra_units
+from bgtrain.model.export_format import FIRST_LAYERS
 from bgtrain.model.network import ACTIVATIONS, ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from engine.board import (

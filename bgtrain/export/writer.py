@@ -12,7 +12,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from bgtrain.export.format import (
+from bgtrain.export.modules import BareModel, board_model
+from bgtrain.files import atomic_write
+from bgtrain.model.export_format import (
     BOARD_LAYOUT,
     DEFAULT_FIRST_LAYER,
     EXPORT_TOLERANCE,
@@ -26,14 +28,11 @@ from bgtrain.export.format import (
     equity_meaning,
     require_onnx,
 )
-from bgtrain.export.modules import BareModel, board_model
-from bgtrain.files import atomic_write
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from engine.board import flip_board
 from engine.random_play import sample_positions
 from engine.rules import STANDARD, Rules
-from engine.variants import get_rules
 
 # ---------------------------------------------------------------------------------------------------
 # Metadata and writing.
@@ -195,8 +194,10 @@ def _torchscript_bytes(module: nn.Module, example: torch.Tensor, metadata: dict[
 def export_checkpoint(checkpoint: str | Path, path: str | Path, file_format: str, bare: bool = False,
                       first_layer: str | None = None) -> dict[str, str]:
     """Export the network of a checkpoint file (``bgtrain.model.checkpoint``); ValueError for a bad file."""
-    from bgtrain.model.checkpoint import load_network, trained_variant
+    from bgtrain.model.loading import load_model
 
-    network, payload = load_network(checkpoint, "cpu")
-    rules = get_rules(trained_variant(payload))
-    return export_model(network, payload, path, file_format, bare, first_layer, rules, source=str(checkpoint))
+    loaded = load_model(checkpoint, device="cpu")
+    if loaded.payload is None:
+        raise ValueError(f"{checkpoint} is an export already; export a bgtrain checkpoint (.pt)")
+    return export_model(loaded.model, loaded.payload, path, file_format, bare, first_layer, loaded.rules,
+                        source=str(checkpoint))

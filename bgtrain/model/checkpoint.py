@@ -27,8 +27,9 @@ from typing import Any
 
 import torch
 
-from bgtrain.model.encoding import get_encoder
 from bgtrain.files import load_tagged, save_tagged
+from bgtrain.model.encoding import get_encoder
+from bgtrain.model.factory import model_from_args
 from bgtrain.model.network import ValueNetwork
 
 FORMAT = "bgtrain-checkpoint"
@@ -46,10 +47,9 @@ def checkpoint_payload(
     training: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The one way to build a checkpoint's dict: training, scripts and tests all use it.
-    ``config`` is a ``Config`` (or its ``config_to_dict``); ``rules`` defaults to its variant."""
-    from bgtrain.training.config import Config, config_to_dict
-
-    config_data = config_to_dict(config) if isinstance(config, Config) else config
+    ``config`` is the run's ``bgtrain.training.config.Config`` (anything with ``to_dict()``) or that
+    plain dict; ``rules`` defaults to its variant."""
+    config_data = config if isinstance(config, dict) else config.to_dict()
     payload: dict[str, Any] = {
         "model": network.model_args(),
         "weights": {name: value.detach().cpu() for name, value in network.state_dict().items()},
@@ -71,8 +71,6 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
 
 def _check_entries(path: Path, payload: dict[str, Any]) -> None:
     """Every entry has the shape a reader relies on; a ValueError names the first that does not."""
-    from bgtrain.training.config import config_from_dict
-
     for key, kind in (("model", dict), ("weights", dict), ("config", dict), ("counters", dict)):
         if key not in payload:
             raise ValueError(f"{path} is damaged: the '{key}' entry is missing")
@@ -92,10 +90,6 @@ def _check_entries(path: Path, payload: dict[str, Any]) -> None:
     for key, value in payload["counters"].items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{path} is damaged: counter '{key}' is {value!r}, not a count")
-    try:
-        config_from_dict(payload["config"])
-    except ValueError as error:
-        raise ValueError(f"{path} is damaged: its config is not valid ({error})") from None
     for key in ("strength", "training"):
         if key in payload and payload[key] is not None and not isinstance(payload[key], dict):
             raise ValueError(f"{path} is damaged: the '{key}' entry is a {type(payload[key]).__name__}")
@@ -140,18 +134,9 @@ def trained_variant(payload: dict[str, Any]) -> str:
     return payload.get("rules") or payload.get("config", {}).get("run", {}).get("variant") or "backgammon"
 
 
-def check_variant(payload: dict[str, Any], rules, source: str = "checkpoint") -> None:
-    """A model plays the variant it was trained on; anything else is refused, naming both."""
-    trained = trained_variant(payload)
-    if trained != rules.name:
-        raise ValueError(f"{source} was trained for {trained!r}, not for {rules.name!r} (pass --variant {trained})")
-
-
 def network_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint") -> ValueNetwork:
     """Rebuild the network a checkpoint describes (a ``ValueNetwork``, or a ``bgtrain.model.phases.PhaseNetwork``
     with the same evaluation interface) and load its weights."""
-    from bgtrain.model.phases import model_from_args
-
     try:
         network = model_from_args(payload["model"])
         network.load_state_dict(payload["weights"])
@@ -160,9 +145,3 @@ def network_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint")
         raise ValueError(f"{source}: weights do not fit the model it describes ({first_line})") from None
     network.eval()
     return network
-
-
-def load_network(path: str | Path, device: str | torch.device = "cpu") -> tuple[ValueNetwork, dict[str, Any]]:
-    """(network on ``device``, checkpoint payload) from a checkpoint path."""
-    payload = load_checkpoint(path)
-    return network_from_checkpoint(payload, str(path)).to(device), payload

@@ -7,10 +7,8 @@ bear-off database). It has the ``ValueNetwork`` evaluation interface (``evaluate
 ``evaluate_flipped``, ``forward``), so the ``Evaluator``, the agents, ``bgtrain eval``, ``bench`` and
 ``league`` take it like any network. A checkpoint of one has ``model = {"kind": "phases", "phases":
 {name: ValueNetwork.model_args()}}`` and the sub-networks' weights under ``phases.<name>.`` prefixes
-(``bgtrain.model.checkpoint``); ``combine_checkpoints`` builds one from three ordinary checkpoints (for
-example three supervised runs, each with ``[supervised] kinds`` set to one phase), or from a list of
-checkpoints for a phase, which then holds their ``bgtrain.model.ensembles.EnsembleNetwork`` (its entry
-``{"kind": "ensemble", "members": [...]}``).
+(``bgtrain.model.checkpoint``); ``bgtrain.model.combine.combine_checkpoints`` builds one from ordinary
+checkpoints, and ``bgtrain.model.factory`` rebuilds one from its description.
 
 ``phase_index`` is written in exportable operations (reductions over points, comparisons), so an
 exported phase model (``bgtrain.export``) computes every sub-network and picks each row's with
@@ -19,20 +17,17 @@ exported phase model (``bgtrain.export``) computes every sub-network and picks e
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from bgtrain.model.ensembles import KIND as ENSEMBLE
 from bgtrain.model.ensembles import EnsembleNetwork
 from bgtrain.model.network import ValueNetwork
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND
 from engine.rules import STANDARD, Rules
 
 PHASES = ("contact", "crashed", "race")
-Sources = str | Path | list[str | Path]  # a phase's checkpoint, or several for an ensemble
 CONTACT, CRASHED, RACE = range(3)
 
 
@@ -77,10 +72,6 @@ class PhaseNetwork(nn.Module):
     def model_args(self) -> dict[str, Any]:
         return {"kind": "phases", "phases": {name: network.model_args() for name, network in self.phases.items()}}
 
-    @classmethod
-    def from_args(cls, args: dict[str, Any]) -> PhaseNetwork:
-        return cls({name: network_from_args(args["phases"][name]) for name in PHASES})
-
     @property
     def encoder(self):
         """The contact network's encoder (for tools that print one)."""
@@ -108,56 +99,3 @@ class PhaseNetwork(nn.Module):
     def evaluate_flipped(self, board: torch.Tensor, rules: Rules = STANDARD) -> torch.Tensor:
         # A position's phase is the same from both sides, so the afterstate's rows route as they are.
         return self._route(board, lambda network, rows: network.evaluate_flipped(rows, rules))
-
-
-def network_from_args(args: dict[str, Any]) -> ValueNetwork | EnsembleNetwork:
-    """The network of one phase (or of a whole model without phases): a ``ValueNetwork``, or an
-    ``bgtrain.model.ensembles.EnsembleNetwork`` of several."""
-    if args.get("kind") == ENSEMBLE:
-        return EnsembleNetwork.from_args(args)
-    return ValueNetwork.from_args(args)
-
-
-def model_from_args(args: dict[str, Any]) -> ValueNetwork | EnsembleNetwork | PhaseNetwork:
-    """The model a checkpoint's ``model`` entry describes."""
-    if args.get("kind") == "phases":
-        return PhaseNetwork.from_args(args)
-    return network_from_args(args)
-
-
-def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path: str | Path) -> Path:
-    """Write a phase model checkpoint at ``path`` from checkpoints of single networks: one per phase,
-    or for a phase a list of several, which become its ``EnsembleNetwork``."""
-    from bgtrain.model.checkpoint import checkpoint_payload, load_network, save_checkpoint
-
-    networks, payloads, sources = {}, {}, {}
-    for name, given in zip(PHASES, (contact, crashed, race)):
-        sources[name] = [str(given)] if isinstance(given, (str, Path)) else [str(source) for source in given]
-        members = []
-        for source in sources[name]:
-            network, payload = load_network(source)
-            kind = network.model_args().get("kind")
-            if kind in ("phases", ENSEMBLE):
-                what = "a phase model" if kind == "phases" else "an ensemble"
-                raise ValueError(f"{source} is {what} already; give single networks")
-            members.append(network)
-            payloads.setdefault(name, []).append(payload)
-        networks[name] = members[0] if len(members) == 1 else EnsembleNetwork(members)
-    model = PhaseNetwork(networks)
-    every = [payload for name in PHASES for payload in payloads[name]]
-    rules = {payload.get("rules", "backgammon") for payload in every}
-    if len(rules) != 1:
-        raise ValueError(f"the networks were trained for different variants: {sorted(rules)}")
-    # The counters are all the networks' summed; each network's own stay beside them.
-    counters: dict[str, float] = {}
-    for payload in every:
-        for key, value in payload["counters"].items():
-            counters[key] = counters.get(key, 0) + value
-    payload = checkpoint_payload(model, payloads["contact"][0]["config"], rules.pop(), counters)
-
-    def one_or_list(values: list):
-        return values[0] if len(values) == 1 else values
-
-    payload["phase_counters"] = {name: one_or_list([p["counters"] for p in payloads[name]]) for name in PHASES}
-    payload["sources"] = {name: one_or_list(sources[name]) for name in PHASES}
-    return save_checkpoint(path, payload)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import NUM_OUTCOMES
+from bgtrain.values.evaluator import Evaluator
 
 CPU_BLOCK = 2048  # rows per value-function call on a CPU: cache-sized, and little padding at the end
 DEVICE_BLOCK = 32768  # on an accelerator, larger calls keep it busy

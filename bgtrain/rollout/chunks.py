@@ -13,9 +13,9 @@ from __future__ import annotations
 import torch
 from tqdm import tqdm
 
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.rollout.play import DEFAULT_SETTINGS, RolloutSettings, rollout
 from bgtrain.rollout.result import RolloutResult
+from bgtrain.values.evaluator import Evaluator
 
 DEFAULT_CHUNK = 1296  # one complete stratification of the first two rolls per chunk
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass, fields, replace
 import torch
 
 from bgtrain.cube import CubeState, MoneyGame
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import NUM_OUTCOMES, flip_outcomes, terminal_outcomes
 from bgtrain.rollout import cubeful
 from bgtrain.rollout.batching import batch_invariant
@@ -39,6 +38,7 @@ from bgtrain.rollout.dice import rollout_dice
 from bgtrain.rollout.leaves import exact_leaf
 from bgtrain.rollout.result import RolloutResult
 from bgtrain.rollout.variance import expand_rolls, flip_difference, luck
+from bgtrain.values.evaluator import Evaluator
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
 from engine.dice import roll_index
 from engine.game import winning_points

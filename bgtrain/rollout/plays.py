@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import torch
 
 from bgtrain.cube import CubeState
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
 from bgtrain.rollout.chunks import rollout_in_chunks
 from bgtrain.rollout.play import DEFAULT_SETTINGS, RolloutSettings
 from bgtrain.rollout.result import RolloutResult, mean_and_error
+from bgtrain.values.evaluator import Evaluator
 from engine.board import flip_board
 
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import torch
 
 from bgtrain.arena.agents import argmax_per_position
-from bgtrain.values.evaluator import ROLL_COUNT, Evaluator
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes, terminal_outcomes
+from bgtrain.values.evaluator import ROLL_COUNT, Evaluator
 from engine.board import flip_board
 from engine.dice import roll_tensor, roll_weights
 from engine.game import winning_points

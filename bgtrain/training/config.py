@@ -45,6 +45,10 @@ class Config:
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     supervised: SupervisedConfig = field(default_factory=SupervisedConfig)
 
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Nested plain data, as a checkpoint stores it (``config_to_dict``)."""
+        return config_to_dict(self)
+
     @property
     def run_dir(self) -> Path:
         """``out_dir / name``."""

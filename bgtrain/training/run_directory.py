@@ -97,8 +97,12 @@ def load_resume_checkpoint(path: str | Path, wanted=None) -> dict[str, Any]:
     missing = [key for key in COUNTERS if key not in payload["counters"]]
     if missing or not isinstance(payload["training"], dict):
         raise ValueError(f"{path} is damaged: its training state is incomplete ({', '.join(missing) or 'training'})")
+    try:
+        saved = config_from_dict(payload["config"])
+    except ValueError as error:
+        raise ValueError(f"{path} is damaged: its config is not valid ({error})") from None
     if wanted is not None:
-        check_resume_changes(config_from_dict(payload["config"]), wanted)
+        check_resume_changes(saved, wanted)
     return payload
 
 

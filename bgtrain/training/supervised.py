@@ -29,11 +29,16 @@ from typing import Any
 import torch
 
 from bgtrain.benchmark.scorer import log_error_rates
-from bgtrain.model.checkpoint import checkpoint_payload, load_checkpoint, network_from_checkpoint, save_checkpoint
-from bgtrain.training.config import Config, to_toml_text
 from bgtrain.cube.efficiency import PositionKind
 from bgtrain.datasets import Dataset, load_datasets
+from bgtrain.model.checkpoint import (
+    checkpoint_payload,
+    load_checkpoint,
+    network_from_checkpoint,
+    save_checkpoint,
+)
 from bgtrain.model.network import ValueNetwork
+from bgtrain.training.config import Config, to_toml_text
 from bgtrain.training.run_directory import RunDirectory, code_version
 from engine.variants import get_rules
 

@@ -48,13 +48,13 @@ from typing import Any
 import torch
 from torch.func import functional_call, jacrev, vmap
 
-from bgtrain.training import run_directory as runs
 from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent, argmax_per_position
 from bgtrain.arena.duel import DuelResult, play_duel
 from bgtrain.model.checkpoint import checkpoint_payload, network_from_checkpoint, save_checkpoint
-from bgtrain.training.config import Config, config_from_dict, resolve_device, to_toml_text
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outcomes
+from bgtrain.training import run_directory as runs
+from bgtrain.training.config import Config, config_from_dict, resolve_device, to_toml_text
 from bgtrain.values.static_value import NetworkValue, StaticValue
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points

@@ -67,6 +67,10 @@ from pathlib import Path
 
 import torch
 
+from bgtrain.cube.decision import CubeDecision, decide_from_equities
+from bgtrain.cube.state import OWNERS, CubeState, MoneyGame
+from bgtrain.files import load_tagged, save_tagged
+from bgtrain.outcomes import NUM_OUTCOMES, WIN
 from bgtrain.values.bearoff import (
     ALL_ROLLS,
     HOME_SIZE,
@@ -76,10 +80,6 @@ from bgtrain.values.bearoff import (
     home_boards,
     rank,
 )
-from bgtrain.cube.decision import CubeDecision, decide_from_equities
-from bgtrain.cube.state import OWNERS, CubeState, MoneyGame
-from bgtrain.files import load_tagged, save_tagged
-from bgtrain.outcomes import NUM_OUTCOMES, WIN
 from engine.board import BOARD_WIDTH, flip_board
 from engine.dice import roll_weights
 from engine.movegen import legal_afterstates

@@ -61,10 +61,10 @@ from pathlib import Path
 import torch
 
 from bgtrain.arena.agents import argmax_per_position
+from bgtrain.model.loading import load_model
+from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
 from bgtrain.values.bearoff import BearoffDatabase, load_bearoff_database
 from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_sided_database
-from bgtrain.model.checkpoint import check_variant, load_network, trained_variant
-from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
 from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction, model_device
 from engine.board import flip_board
 from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
@@ -73,7 +73,6 @@ from engine.notation import play_notations
 from engine.position_facts import mover_finished, opponent_finished
 from engine.rules import STANDARD, Rules
 from engine.state import State
-from engine.variants import get_rules
 
 ROLL_COUNT = len(ALL_ROLLS)  # 21
 SEARCH_CHUNK = 1024  # positions whose 21 rolls are expanded at once inside a search
@@ -153,18 +152,8 @@ class Evaluator:
         """An evaluator on the network of a checkpoint file (``bgtrain.model.checkpoint``) or of an ONNX
         export (``.onnx``, through onnxruntime), for the variant it was trained on (``rules``, when
         given, must be that one). ``bearoff`` and ``two_sided`` as for ``from_network``."""
-        if Path(path).suffix.lower() == ".onnx":
-            from bgtrain.export.onnx_reader import OnnxValueModel
-
-            model = OnnxValueModel(path, device)
-            if rules is not None and rules != model.rules:
-                raise ValueError(f"{path} was exported for {model.rules.name!r}, not for {rules.name!r}")
-            return cls.from_network(model, model.rules, bearoff, two_sided, **settings)
-        network, payload = load_network(path, device)
-        trained = get_rules(trained_variant(payload))
-        if rules is not None:
-            check_variant(payload, rules, str(path))
-        return cls.from_network(network, trained, bearoff, two_sided, **settings)
+        loaded = load_model(path, rules, device)
+        return cls.from_network(loaded.model, loaded.rules, bearoff, two_sided, **settings)
 
     def _check_ply(self, ply: int) -> int:
         ply = _check_ply(ply)

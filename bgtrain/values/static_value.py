@@ -29,9 +29,9 @@ from typing import Protocol
 
 import torch
 
+from bgtrain.outcomes import clamp_outcomes, flip_outcomes, terminal_outcomes
 from bgtrain.values.bearoff import BearoffDatabase
 from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase, bearoff_outcomes
-from bgtrain.outcomes import clamp_outcomes, flip_outcomes, terminal_outcomes
 from engine.board import flip_board
 from engine.game import winning_points
 from engine.movegen import Afterstates

@@ -17,8 +17,8 @@ import torch
 
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision, is_double
 from bgtrain.cube.efficiency import cube_efficiency
-from bgtrain.values.evaluator import Evaluator
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
+from bgtrain.values.evaluator import Evaluator
 from engine.movegen import legal_afterstates
 
 # GNU Backgammon's thresholds for marking an error (equity lost).

@@ -1,9 +1,9 @@
-"""Exported ONNX value models behind the evaluation interface of ``ValueNetwork``, and one loader for both.
+"""Exported ONNX value models behind the evaluation interface of ``ValueNetwork``.
 
-``load_value_model(path)`` gives a ``ValueNetwork`` for a bgtrain checkpoint (``.pt``) and an
-``OnnxValueModel`` for a file written by ``bgtrain export --format onnx`` (``.onnx``); both offer
-``evaluate(board, rules)`` and ``evaluate_flipped(afterstates, rules)`` returning ``float32[B, 5]``
-in the contract of ``bgtrain.outcomes``, so agents, ``bgtrain eval`` and ``bgtrain bench`` take either.
+``OnnxValueModel`` opens a file written by ``bgtrain export --format onnx``; like a ``ValueNetwork`` it
+offers ``evaluate(board, rules)`` and ``evaluate_flipped(afterstates, rules)`` returning ``float32[B, 5]``
+in the contract of ``bgtrain.outcomes``, so agents, ``bgtrain eval`` and ``bgtrain bench`` take either
+(``bgtrain.model.loading.load_model`` opens both kinds of file).
 onnxruntime is an optional dependency (``pip install 'bgtrain[onnx]'``), imported only here.
 """
 
@@ -18,8 +18,7 @@ import numpy as np
 import torch
 
 from bgtrain.model.encoding import get_encoder
-from bgtrain.export.format import FORMAT, FORMAT_VERSION, INSTALL_HINT, OUTCOME_ORDER
-from bgtrain.model.network import ValueNetwork
+from bgtrain.model.export_format import FORMAT, FORMAT_VERSION, INSTALL_HINT, OUTCOME_ORDER
 from engine.board import BOARD_WIDTH, flip_board
 from engine.rules import STANDARD, Rules
 from engine.variants import get_rules
@@ -132,19 +131,3 @@ class OnnxValueModel:
         """``evaluate(flip_board(board))``: afterstates are seen by the side that moved, and their value
         is the next side to move's. ``int8[B, 28]`` -> ``float32[B, 5]``."""
         return self.evaluate(flip_board(board), rules)
-
-
-def load_value_model(path: str | Path, device: str | torch.device = "cpu") -> ValueNetwork | OnnxValueModel:
-    """A model to evaluate positions with, by file type: a ``ValueNetwork`` from a bgtrain checkpoint
-    (``.pt``), an ``OnnxValueModel`` from an ONNX export (``.onnx``). Problems are ValueErrors (or
-    FileNotFoundError) naming the file."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".pt":
-        from bgtrain.model.checkpoint import load_network
-
-        return load_network(path, device)[0]
-    if suffix == ".onnx":
-        return OnnxValueModel(path, device)
-    raise ValueError(f"{path}: a value model is a bgtrain checkpoint (.pt) or an ONNX export (.onnx), not "
-                     f"{suffix or 'a file without an extension'!r}; TorchScript exports load with torch.jit.load")
