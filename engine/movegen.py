@@ -120,6 +120,20 @@ class Afterstates:
         return self.extra_roll[self.offsets + choice]
 
 
+def argmax_per_position(scores: torch.Tensor, afterstates: Afterstates) -> torch.Tensor:
+    """The index of the best-scoring afterstate within each position (the first on ties): ``int64[B]``."""
+    batch = afterstates.counts.shape[0]
+    position = afterstates.position
+    best = torch.full((batch,), float("-inf"), dtype=scores.dtype, device=scores.device)
+    best = best.scatter_reduce(0, position, scores, "amax")
+    flat_index = torch.arange(scores.shape[0], device=scores.device)
+    candidate = torch.where(scores == best[position], flat_index, scores.shape[0])
+    first = torch.full((batch,), scores.shape[0], dtype=torch.int64, device=scores.device)
+    first = first.scatter_reduce(0, position, candidate, "amin")
+    return first - afterstates.offsets
+
+
+
 def _rows(tensor: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``tensor[mask]`` for a bool mask over rows; ``index_select`` copies int64 rows several times
     faster than advanced indexing on the CPU (measured with torch 2.13)."""

@@ -44,6 +44,7 @@ from bgtrain.benchmark.decisions import (
 from bgtrain.benchmark.labelling import GnubgReference, label_decisions
 from bgtrain.benchmark.sampling import choose_decisions, disputed, repeated, self_play_pool
 from bgtrain.files import atomic_write
+from engine.position_kinds import PHASES, phase_positions
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def select(settings: BuildSettings, seed: int, path: Path) -> tuple[torch.Tensor
     log(f"self-play pool: {dict(zip(CLASSES, pool_wanted))} decisions wanted")
     board, dice = self_play_pool(pairs, pool_wanted, settings.record_rate, settings.noise_rates, seed,
                                  settings.games_in_parallel)
-    kind = classes_of(board)
+    kind = phase_positions(classes_of(board))
     log(f"pool: {dict(zip(CLASSES, torch.bincount(kind, minlength=3).tolist()))}; probing {settings.probes}")
     probes = [make_agent(spec, seed=seed) for spec in settings.probes]
     hard = disputed(probes, board, dice)
@@ -188,7 +189,7 @@ def main() -> None:
     import gnubg_nn
 
     sources = {name: {SOURCES[s]: int(((decisions.kind == c) & (decisions.source == s)).sum()) for s in (0, 1)}
-               for c, name in enumerate(CLASSES)}
+               for c, name in zip(PHASES, CLASSES)}
     manifest = {
         "format": "bgtrain move-error benchmark, see bgtrain/benchmark/decisions.py",
         "data": data_path.name,

@@ -48,11 +48,11 @@ from bgtrain.cube import (
     cube_decision,
     match_id_owner,
 )
-from bgtrain.cube.efficiency import position_kinds
 from bgtrain.cube.met import default_met
 from engine.board import pip_counts
 from engine.match_id import MatchState, encode_match_id
 from engine.position_id import encode_position_id
+from engine.position_kinds import position_kinds
 from engine.random_play import sample_positions
 
 # gnubg positionclass (eval.h): OVER, HYPERGAMMON1-3, BEAROFF2, BEAROFF_TS, BEAROFF1, BEAROFF_OS, RACE,

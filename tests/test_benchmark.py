@@ -22,12 +22,9 @@ from bgtrain.benchmark.bm_format import (
 )
 from bgtrain.benchmark.decisions import (
     CLASSES,
-    CONTACT,
-    CRASHED,
     DEFAULT_DATA,
     GNUBG_2PLY_DATA,
     GNUBG_2PLY_NAME,
-    RACE,
     DecisionSet,
     classes_of,
     content_hash,
@@ -41,6 +38,7 @@ from engine.board import flip_board
 from engine.movegen import legal_afterstates
 from engine.notation import parse_play
 from engine.position_id import decode_position_id
+from engine.position_kinds import PHASES, PositionKind
 from engine.rules import STANDARD
 
 SAMPLE = Path(__file__).parent / "data" / "sample.bm"
@@ -105,7 +103,7 @@ def test_position_key_agrees_with_gnubg():
 def test_sample_bm_reads_with_classes_and_losses():
     decisions = read_bm(SAMPLE)
     assert len(decisions) == 4
-    assert decisions.kind.tolist() == [CONTACT, CONTACT, RACE, CRASHED]
+    assert decisions.kind.tolist() == [PositionKind.CONTACT, PositionKind.CONTACT, PositionKind.RACE, PositionKind.CRASHED]
     assert decisions.counts.tolist() == [3, 3, 3, 3]
     assert decisions.loss[:3].tolist() == pytest.approx([0.0, 0.166, 0.173])
     assert decisions.worst_loss.tolist() == pytest.approx([0.173, 0.110, 0.012, 0.050])
@@ -178,7 +176,7 @@ def synthetic_decisions() -> DecisionSet:
     dice = torch.randint(1, 7, (40, 2), generator=torch.Generator().manual_seed(12))
     dice = torch.sort(dice, dim=1, descending=True).values.to(torch.int8)
     afterstates = legal_afterstates(board, dice)
-    keep = ((afterstates.counts > 3) & (classes_of(board) >= 0)).nonzero(as_tuple=True)[0][:3]
+    keep = ((afterstates.counts > 3) & (classes_of(board) != PositionKind.OVER)).nonzero(as_tuple=True)[0][:3]
     board, dice = board[keep], dice[keep]
     afterstates = legal_afterstates(board, dice)
     candidates, losses, counts = [], [], []
@@ -261,7 +259,7 @@ def test_shipped_data_matches_its_manifest():
     built = load_decisions(GNUBG_2PLY_NAME)
     assert content_hash(built) == read_manifest(GNUBG_2PLY_DATA)["content_sha256"]
     assert manifest["relabelled_from"]["content_sha256"] == content_hash(built)
-    order = torch.cat([torch.nonzero(built.kind == index).flatten() for index in range(len(CLASSES))])
+    order = torch.cat([torch.nonzero(built.kind == kind).flatten() for kind in PHASES])
     assert torch.equal(built.board[order], decisions.board) and torch.equal(built.dice[order], decisions.dice)
     assert bool((built.counts[order] >= decisions.counts).all())
     # Every decision has a choice; its class is GNU's classification of its board; the best loses 0.

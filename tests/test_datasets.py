@@ -96,7 +96,7 @@ def test_a_dataset_with_other_settings_is_refused(tmp_path, evaluator):
 
 
 def test_kinds_keeps_only_those_positions(tmp_path, evaluator):
-    from bgtrain.cube.efficiency import PositionKind, position_kinds
+    from engine.position_kinds import PositionKind, position_kinds
 
     # A random network races its checkers past each other often enough for a small race-only set.
     settings = GenerationSettings(**{**SETTINGS.__dict__, "positions": 12, "shard_size": 6, "select_ply": 0,
@@ -162,8 +162,8 @@ def test_the_rollout_labeller_gives_rollout_means_and_their_errors(evaluator):
 
 
 def test_relabel_gives_the_same_positions_new_labels_and_resumes(tmp_path, evaluator):
-    from bgtrain.cube.efficiency import PositionKind
     from bgtrain.datasets.relabel import relabel_dataset
+    from engine.position_kinds import PositionKind
 
     # Shards of 20, 20 and 10, labelled at 1-ply; a long burn-in, so that some positions are races.
     generate(tmp_path / "source", evaluator, GenerationSettings(**{**SETTINGS.__dict__, "burn_in_turns": 40}))

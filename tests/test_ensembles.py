@@ -13,10 +13,11 @@ from bgtrain.model.combine import combine_checkpoints
 from bgtrain.model.ensembles import EnsembleNetwork
 from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
-from bgtrain.model.phases import PHASES, PhaseNetwork, phase_index
+from bgtrain.model.phases import PhaseNetwork
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.training.config import Config, config_to_dict
 from engine.board import flip_board
+from engine.position_kinds import PositionKind, position_phases
 from engine.rules import STANDARD
 
 
@@ -75,7 +76,7 @@ def test_checkpoint_round_trip_alone_and_as_a_phase(tmp_path):
     assert payload["sources"]["crashed"] == str(paths[1]) and payload["counters"]["games"] == 50
     expected = PhaseNetwork({"contact": EnsembleNetwork(nets), "crashed": nets[1], "race": nets[2]})
     torch.testing.assert_close(model.evaluate(board), expected.evaluate(board))
-    contact = phase_index(board) == PHASES.index("contact")
+    contact = position_phases(board) == PositionKind.CONTACT
     torch.testing.assert_close(model.evaluate(board)[contact], EnsembleNetwork(nets).evaluate(board[contact]))
     with pytest.raises(ValueError, match="ensemble already"):
         combine_checkpoints([alone, paths[0]], paths[1], paths[2], tmp_path / "again.pt")

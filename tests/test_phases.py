@@ -7,15 +7,16 @@ import pytest
 import torch
 from helpers import compile_mode, random_boards
 
-from bgtrain.cube.efficiency import PositionKind, position_kinds
 from bgtrain.model.checkpoint import save_checkpoint
 from bgtrain.model.combine import combine_checkpoints
 from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
-from bgtrain.model.phases import CONTACT, CRASHED, PHASES, RACE, PhaseNetwork, phase_index
+from bgtrain.model.phases import PhaseNetwork
 from bgtrain.training.config import Config, config_to_dict
 from bgtrain.values.evaluator import Evaluator
 from engine.board import flip_board
+from engine.position_kinds import PHASE_NAMES as PHASES
+from engine.position_kinds import PositionKind, position_kinds, position_phases
 from engine.rules import STANDARD
 
 
@@ -30,27 +31,27 @@ def boards() -> torch.Tensor:
     return torch.cat((mixed, flip_board(mixed)))
 
 
-def test_phase_index_matches_position_kinds():
+def test_position_phases_match_position_kinds():
     board = boards()
     kinds = position_kinds(board)
-    expected = torch.full_like(kinds, CONTACT)
-    expected[kinds == PositionKind.CRASHED] = CRASHED
-    expected[(kinds == PositionKind.RACE) | (kinds == PositionKind.BEAROFF)] = RACE
-    phase = phase_index(board)
+    expected = torch.full_like(kinds, PositionKind.CONTACT)
+    expected[kinds == PositionKind.CRASHED] = PositionKind.CRASHED
+    expected[(kinds == PositionKind.RACE) | (kinds == PositionKind.BEAROFF)] = PositionKind.RACE
+    phase = position_phases(board)
     assert torch.equal(phase, expected)
-    assert {CONTACT, CRASHED, RACE} <= set(phase.tolist())
-    assert torch.equal(phase_index(flip_board(board)), phase)  # the same from both sides
+    assert {PositionKind.CONTACT, PositionKind.CRASHED, PositionKind.RACE} <= set(phase.tolist())
+    assert torch.equal(position_phases(flip_board(board)), phase)  # the same from both sides
 
 
 def test_rows_go_to_their_phase_network():
     parts = networks()
     model = PhaseNetwork(parts)
     board = boards()
-    phase = phase_index(board)
+    phase = position_phases(board)
     got = model.evaluate(board)
     flipped = model.evaluate_flipped(board)
-    for index, name in enumerate(PHASES):
-        rows = phase == index
+    for name in PHASES:
+        rows = phase == PositionKind[name.upper()]
         torch.testing.assert_close(got[rows], parts[name].evaluate(board[rows]))
         torch.testing.assert_close(flipped[rows], parts[name].evaluate(flip_board(board[rows])), atol=1e-5, rtol=0)
     torch.testing.assert_close(model(board), got, atol=1e-5, rtol=0)

@@ -8,7 +8,7 @@ import torch
 from helpers import board_from_drawing, random_boards
 
 from bgtrain.cube import PositionKind
-from bgtrain.cube.efficiency import cube_efficiency, position_kinds
+from bgtrain.cube.efficiency import cube_efficiency
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND
 from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
 from engine.position_facts import (
@@ -20,6 +20,7 @@ from engine.position_facts import (
     opponent_finished,
     point_masks,
 )
+from engine.position_kinds import position_kinds
 from engine.rules import STANDARD
 
 

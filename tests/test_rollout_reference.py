@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bgtrain.benchmark.decisions import CONTACT, RACE, DecisionSet, concatenate, load_decisions
+from bgtrain.benchmark.decisions import DecisionSet, concatenate, load_decisions
 from bgtrain.benchmark.rollout_reference import (
     _relabel,
     cross_fitted_losses,
@@ -19,6 +19,7 @@ from bgtrain.benchmark.rollout_reference import (
 from bgtrain.benchmark.scorer import losses_of_plays
 from bgtrain.rollout import RolloutSettings
 from bgtrain.values.evaluator import Evaluator
+from engine.position_kinds import PositionKind
 
 
 def toy_decisions(counts: list[int]) -> DecisionSet:
@@ -82,13 +83,13 @@ def test_replace_classes_swaps_whole_classes_and_keeps_the_rest():
     class relabelled (one candidate each, losses 0) replaces the base's contact decisions, the result
     holds contact first, and the race decisions keep their candidates and losses."""
     race, contact = toy_decisions([2, 3, 1]), toy_decisions([3, 2])
-    race = DecisionSet(race.board, race.dice, torch.full((3,), RACE, dtype=torch.int8), race.source, race.counts,
+    race = DecisionSet(race.board, race.dice, torch.full((3,), PositionKind.RACE, dtype=torch.int8), race.source, race.counts,
                        race.candidate, race.loss, race.equity)
-    contact = DecisionSet(contact.board, contact.dice, torch.full((2,), CONTACT, dtype=torch.int8),
+    contact = DecisionSet(contact.board, contact.dice, torch.full((2,), PositionKind.CONTACT, dtype=torch.int8),
                           contact.source, contact.counts, contact.candidate, contact.loss, contact.equity)
     relabelled = keep_top(contact, 1)
     merged = replace_classes(concatenate([race, contact]), {"contact": relabelled})
-    assert merged.kind.tolist() == [CONTACT] * 2 + [RACE] * 3
+    assert merged.kind.tolist() == [PositionKind.CONTACT] * 2 + [PositionKind.RACE] * 3
     assert merged.counts.tolist() == [1, 1, 2, 3, 1]
     assert torch.equal(merged.loss[2:], race.loss)
     # Another class's decisions, a part of a class, or a foreign class name: refused, naming it.

@@ -8,13 +8,13 @@ import torch
 from helpers import compile_mode, random_boards
 
 from bgtrain.cli import main
-from bgtrain.cube.efficiency import position_kinds
 from bgtrain.datasets import load_datasets
 from bgtrain.datasets.shards import FORMAT_VERSION, MANIFEST_FORMAT, write_manifest, write_shard
 from bgtrain.model.loading import load_model
 from bgtrain.training.config import load_config
 from bgtrain.training.supervised import learning_rate_at
 from bgtrain.training.td import train
+from engine.position_kinds import position_kinds
 
 
 @pytest.fixture(autouse=True)

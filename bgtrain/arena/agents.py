@@ -15,7 +15,7 @@ from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.bearoff import BearoffDatabase
 from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase
 from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction
-from engine.movegen import Afterstates
+from engine.movegen import Afterstates, argmax_per_position
 from engine.position_facts import is_race
 from engine.random_play import random_choice
 from engine.rules import STANDARD, Rules
@@ -26,19 +26,6 @@ class Agent(Protocol):
     name: str
 
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor: ...
-
-
-def argmax_per_position(scores: torch.Tensor, afterstates: Afterstates) -> torch.Tensor:
-    """The index of the best-scoring afterstate within each position (the first on ties): ``int64[B]``."""
-    batch = afterstates.counts.shape[0]
-    position = afterstates.position
-    best = torch.full((batch,), float("-inf"), dtype=scores.dtype, device=scores.device)
-    best = best.scatter_reduce(0, position, scores, "amax")
-    flat_index = torch.arange(scores.shape[0], device=scores.device)
-    candidate = torch.where(scores == best[position], flat_index, scores.shape[0])
-    first = torch.full((batch,), scores.shape[0], dtype=torch.int64, device=scores.device)
-    first = first.scatter_reduce(0, position, candidate, "amin")
-    return first - afterstates.offsets
 
 
 class RandomAgent:

@@ -41,6 +41,7 @@ from bgtrain.files import atomic_write
 from engine.board import flip_board
 from engine.movegen import legal_afterstates
 from engine.position_id import decode_position_id, encode_position_id
+from engine.position_kinds import PositionKind
 from engine.rules import STANDARD
 
 KEY_LENGTH = 20
@@ -112,8 +113,9 @@ def parse_bm(lines: Iterable[str], name: str = "<bm>") -> DecisionSet:
     counts_tensor = torch.tensor(counts, dtype=torch.int64)
     _check_legal(board, dice, candidate, counts_tensor, numbers, name)
     kind = classes_of(board)
-    if bool((kind < 0).any()):
-        line = numbers[int((kind < 0).nonzero()[0])]
+    over = kind == PositionKind.OVER
+    if bool(over.any()):
+        line = numbers[int(over.nonzero()[0])]
         raise ValueError(f"{name}:{line}: the game is over in this position")
     order = _sorted_within(counts_tensor, torch.tensor(losses, dtype=torch.float32))
     return DecisionSet(

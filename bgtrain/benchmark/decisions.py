@@ -11,7 +11,8 @@ On disk (``.npz``, numpy's zip of arrays, compressed):
 
 ``board      int8[D, 28]``   the position before the play (layout in ``engine.board``)
 ``dice       int8[D, 2]``    the roll, larger die first
-``kind       int8[D]``       the class: 0 contact, 1 crashed, 2 race (:data:`CLASSES`)
+``kind       int8[D]``       the class: 0 contact, 1 crashed, 2 race (its place in :data:`CLASSES`; in
+                             memory the ``engine.position_kinds.PositionKind`` itself)
 ``source     int8[D]``       how the decision was chosen (:data:`SOURCES`)
 ``counts     int64[D]``      candidates per decision (>= 1); decision d's are rows
                              ``offsets[d] : offsets[d] + counts[d]`` of the candidate arrays
@@ -34,11 +35,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bgtrain.cube.efficiency import PositionKind, position_kinds
 from bgtrain.files import atomic_write
+from engine.position_kinds import (
+    PHASE_NAMES,
+    PHASES,
+    PositionKind,
+    kind_named,
+    phase_kinds,
+    phase_positions,
+    position_kinds,
+)
 
-CLASSES = ("contact", "crashed", "race")  # the benchmark's classes, in GNU Backgammon's naming
-CONTACT, CRASHED, RACE = range(3)
+CLASSES = PHASE_NAMES  # the benchmark's classes, in GNU Backgammon's naming
 SOURCES = ("self-play", "disputed", "file")  # sampled from self-play; where agents disagreed; read from a file
 SELF_PLAY, DISPUTED, FROM_FILE = range(3)
 
@@ -49,24 +57,18 @@ GNUBG_2PLY_DATA = DATA_DIRECTORY / GNUBG_2PLY_NAME / "benchmark.npz"
 MANIFEST_NAME = "manifest.json"
 
 
-def class_index(name: str) -> int:
-    """The index of a class name (``contact``, ``crashed``, ``race``); a ValueError naming the choices."""
+def class_kind(name: str) -> PositionKind:
+    """The kind of a class name (``contact``, ``crashed``, ``race``); a ValueError naming the choices."""
     if name not in CLASSES:
         raise ValueError(f"unknown class {name!r}: a class is one of {', '.join(CLASSES)}")
-    return CLASSES.index(name)
+    return kind_named(name)
 
 
 def classes_of(board: torch.Tensor) -> torch.Tensor:
     """The benchmark class of each position, by GNU Backgammon's ``ClassifyPosition``
-    (``bgtrain.cube.efficiency.position_kinds``): ``int8[B, 28]`` -> ``int64[B]``; a two-sided
-    bear-off counts as a race, a finished game is -1 (not a decision)."""
-    kinds = position_kinds(board)
-    table = torch.full((len(PositionKind),), -1, dtype=torch.int64, device=kinds.device)
-    table[PositionKind.CONTACT] = CONTACT
-    table[PositionKind.CRASHED] = CRASHED
-    table[PositionKind.RACE] = RACE
-    table[PositionKind.BEAROFF] = RACE
-    return table[kinds]
+    (``engine.position_kinds``): ``int8[B, 28]`` -> ``int64[B]`` of ``PositionKind``; a two-sided
+    bear-off counts as a race, a finished game is ``OVER`` (not a decision)."""
+    return phase_kinds(position_kinds(board))
 
 
 @dataclass(frozen=True)
@@ -129,10 +131,10 @@ class DecisionSet:
         )
 
     def of_class(self, name: str) -> DecisionSet:
-        return self.select(self.kind == class_index(name))
+        return self.select(self.kind == class_kind(name))
 
     def class_counts(self) -> dict[str, int]:
-        return {name: int((self.kind == index).sum()) for index, name in enumerate(CLASSES)}
+        return {name: int((self.kind == kind).sum()) for kind, name in zip(PHASES, CLASSES)}
 
 
 def concatenate(parts: list[DecisionSet]) -> DecisionSet:
@@ -149,7 +151,10 @@ _DTYPES = {
 
 
 def _arrays(decisions: DecisionSet) -> dict[str, np.ndarray]:
-    return {name: getattr(decisions, name).to(dtype).numpy() for name, dtype in _DTYPES.items()}
+    """The file's arrays: the kind column holds each class's place in ``CLASSES``."""
+    arrays = {name: getattr(decisions, name).to(dtype).numpy() for name, dtype in _DTYPES.items()}
+    arrays["kind"] = phase_positions(decisions.kind).to(torch.int8).numpy()
+    return arrays
 
 
 def content_hash(decisions: DecisionSet) -> str:
@@ -180,6 +185,9 @@ def load_npz(path: str | Path) -> DecisionSet:
             if missing:
                 raise ValueError(f"benchmark data {str(path)!r} lacks the arrays {', '.join(missing)}")
             tensors = {name: torch.from_numpy(data[name]).to(dtype) for name, dtype in _DTYPES.items()}
+        if tensors["kind"].numel() and not 0 <= int(tensors["kind"].min()) <= int(tensors["kind"].max()) < len(PHASES):
+            raise ValueError(f"benchmark data {str(path)!r} has a class outside 0..{len(PHASES) - 1}")
+        tensors["kind"] = torch.tensor([int(kind) for kind in PHASES], dtype=torch.int8)[tensors["kind"].long()]
     except (OSError, EOFError) as error:
         raise ValueError(f"benchmark data {str(path)!r} is not a readable .npz file ({error})") from None
     return DecisionSet(**tensors)

@@ -23,6 +23,7 @@ from bgtrain.benchmark.decisions import CLASSES, classes_of
 from bgtrain.benchmark.scorer import agent_choices
 from engine.dice import RandomDice
 from engine.game import new_games, play
+from engine.position_kinds import phase_positions
 from engine.random_play import random_choice
 from engine.rules import STANDARD
 
@@ -63,7 +64,7 @@ def self_play_pool(
             state, ids, afterstates, choice = choose_moves(agent_a, agent_b, state, ids, a_seat, STANDARD)
             explore = torch.rand(ids.numel(), generator=generator, dtype=torch.float64) < noise[ids]
             choice = torch.where(explore, random_choice(afterstates, generator), choice)
-            kind = classes_of(state.board)
+            kind = phase_positions(classes_of(state.board))
             open_choice = (afterstates.counts > 1) & (kind >= 0)
             keep = open_choice & (torch.rand(ids.numel(), generator=generator, dtype=torch.float64)
                                   < rates[kind.clamp(min=0)])

@@ -22,7 +22,7 @@ from functools import lru_cache
 import torch
 
 from bgtrain.arena.agents import Agent, GreedyValueAgent
-from bgtrain.benchmark.decisions import CLASSES, DecisionSet, class_index
+from bgtrain.benchmark.decisions import CLASSES, DecisionSet, class_kind
 from engine.movegen import legal_afterstates
 from engine.rules import STANDARD, Rules
 from engine.state import State
@@ -175,7 +175,7 @@ def class_sample(decisions: DecisionSet, per_class: int, seed: int = 0) -> Decis
     generator = torch.Generator().manual_seed(seed)
     chosen = []
     for name in CLASSES:
-        members = (decisions.kind == class_index(name)).nonzero(as_tuple=True)[0]
+        members = (decisions.kind == class_kind(name)).nonzero(as_tuple=True)[0]
         chosen.append(members[torch.randperm(members.numel(), generator=generator)[:per_class]])
     return decisions.select(torch.sort(torch.cat(chosen)).values)
 

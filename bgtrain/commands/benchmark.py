@@ -25,7 +25,7 @@ import time
 import torch
 
 from bgtrain.arena.specs import SPEC_FORMS, make_agent
-from bgtrain.benchmark.decisions import CLASSES, class_index, load_decisions
+from bgtrain.benchmark.decisions import CLASSES, class_kind, load_decisions
 from bgtrain.benchmark.scorer import score_agents
 from bgtrain.files import atomic_write
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         if args.threads < 1:
             raise ValueError(f"--threads must be at least 1, not {args.threads}")
         torch.set_num_threads(args.threads)
-    classes = CLASSES if args.position_class is None else (CLASSES[class_index(args.position_class)],)
+    classes = CLASSES if args.position_class is None else (class_kind(args.position_class).name.lower(),)
     names = [agent.strip() for agent in args.agents]
     if len(set(names)) != len(names):
         raise ValueError("each agent may be named once")

@@ -1,29 +1,18 @@
-"""Kinds of position and the cube efficiency each gets: GNU Backgammon's classes (``eval.c``
-``ClassifyPosition``, ``EvalEfficiency``). This is where the board meets the cube package, which otherwise
-knows only probabilities."""
+"""The cube efficiency of each kind of position (``engine.position_kinds``, GNU Backgammon's classes),
+after GNU Backgammon's ``eval.c`` ``EvalEfficiency``. This is where the board meets the cube package,
+which otherwise knows only probabilities."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 
 import torch
 
-from engine.board import mover_checkers_on_board, opponent_checkers_on_board, pip_counts
-from engine.position_facts import all_home, is_race, mover_finished, opponent_finished
+from engine.board import pip_counts
+from engine.position_kinds import PositionKind, position_kinds
 
 # ---------------------------------------------------------------------------------------------------
 # Cube efficiency
-
-
-class PositionKind(IntEnum):
-    """The kinds of position GNU Backgammon gives different cube efficiencies (``ClassifyPosition``)."""
-
-    OVER = 0  # the game is over: the cube is dead
-    BEAROFF = 1  # no contact, every checker of both sides in its home board (or borne off)
-    RACE = 2  # no contact
-    CRASHED = 3  # contact, and a side has at most about six checkers left in play
-    CONTACT = 4
 
 
 @dataclass(frozen=True)
@@ -81,32 +70,6 @@ CLASSIC_EFFICIENCY = CubeEfficiency(
     contact=0.68, crashed=0.68, race_coefficient=0.55, race_factor=0.00125, race_min=0.6, race_max=0.7
 )
 
-
-
-def position_kinds(board: torch.Tensor) -> torch.Tensor:
-    """``board: int8[B, 28]`` -> ``int64[B]`` of ``PositionKind``.
-
-    Crashed: a side has at most 6 checkers left in play, or at most 6 besides a stack (more than one
-    checker) on its ace point and, if the deuce point also holds more than one, besides those too.
-    """
-    b = board.to(torch.int64)
-    mover_total, opponent_total = mover_checkers_on_board(b), opponent_checkers_on_board(b)
-    race = is_race(board)
-    mover_home, opponent_home = all_home(board)
-
-    def crashed(total, ace, deuce):
-        stacked = (ace > 1) & ((total <= 6 + ace) | ((deuce > 1) & (1 + total - (ace + deuce) <= 6)))
-        unstacked = (ace <= 1) & (total <= 6 + (deuce - 1))
-        return (total <= 6) | stacked | unstacked
-
-    crash = crashed(mover_total, b[:, 1].clamp(min=0), b[:, 2].clamp(min=0))
-    crash |= crashed(opponent_total, (-b[:, 24]).clamp(min=0), (-b[:, 23]).clamp(min=0))
-    kinds = torch.full_like(mover_total, int(PositionKind.CONTACT))
-    kinds = torch.where(crash, int(PositionKind.CRASHED), kinds)
-    kinds = torch.where(race, int(PositionKind.RACE), kinds)
-    kinds = torch.where(race & mover_home & opponent_home, int(PositionKind.BEAROFF), kinds)
-    kinds = torch.where(mover_finished(board) | opponent_finished(board), int(PositionKind.OVER), kinds)
-    return kinds
 
 
 def cube_efficiency(board: torch.Tensor, efficiency: CubeEfficiency = DEFAULT_EFFICIENCY) -> torch.Tensor:

@@ -34,8 +34,6 @@ from typing import Any
 
 import torch
 
-from bgtrain.arena.agents import argmax_per_position
-from bgtrain.cube.efficiency import position_kinds
 from bgtrain.datasets.labellers import Labeller, PlyLabeller
 from bgtrain.datasets.shards import (
     FORMAT_VERSION,
@@ -50,10 +48,11 @@ from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.evaluator import Evaluator
 from engine.dice import RandomDice
 from engine.game import new_games, play
-from engine.movegen import legal_afterstates
+from engine.movegen import argmax_per_position, legal_afterstates
+from engine.position_kinds import PHASE_NAMES, position_kinds
 from engine.random_play import random_choice
 
-CANDIDATE_KINDS = ("contact", "crashed", "race")  # the kinds ``kinds`` may name
+CANDIDATE_KINDS = PHASE_NAMES  # the kinds ``kinds`` may name
 CANDIDATE_CHUNK = 2048  # candidates selected and labelled at once (fewer for a smaller shard)
 
 

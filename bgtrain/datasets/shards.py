@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from bgtrain.cube.efficiency import PositionKind
 from bgtrain.files import atomic_write
+from engine.position_kinds import PositionKind
 
 SHARD_FORMAT = "bgtrain-dataset-shard"
 MANIFEST_FORMAT = "bgtrain-dataset"

@@ -16,10 +16,12 @@ from bgtrain.model.encoding import (
 )
 from bgtrain.model.export_format import FIRST_LAYERS
 from bgtrain.model.network import ACTIVATIONS, ValueNetwork
+from bgtrain.model.phases import pick_by_phase
 from bgtrain.outcomes import cubeless_equity
 from engine.board import (
     BOARD_WIDTH,
 )
+from engine.position_kinds import PHASE_NAMES, position_phases
 from engine.rules import STANDARD, Rules
 
 # ---------------------------------------------------------------------------------------------------
@@ -121,25 +123,18 @@ class BoardModel(nn.Module):
 
 class PhaseBoardModel(nn.Module):
     """A ``bgtrain.model.phases.PhaseNetwork`` as one graph: every phase's ``BoardModel`` on every row, each row's
-    outputs picked by ``torch.where`` on ``phase_index`` (the function the PyTorch model routes by)."""
+    outputs picked by ``torch.where`` on ``position_phases`` (the function the PyTorch model routes by)."""
 
     def __init__(self, network, rules: Rules = STANDARD, first_layer: str = "pairs", embedding_bag: bool = False):
         super().__init__()
-        from bgtrain.model.phases import PHASES
-
         self.models = nn.ModuleList(board_model(network.phases[name], rules, first_layer, embedding_bag)
-                                    for name in PHASES)
+                                    for name in PHASE_NAMES)
 
     def forward(self, board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        from bgtrain.model.phases import phase_index
-
-        phase = phase_index(board)
-        probabilities, equity = self.models[0](board)
-        for index in range(1, len(self.models)):
-            here, here_equity = self.models[index](board)
-            probabilities = torch.where((phase == index).unsqueeze(1), here, probabilities)
-            equity = torch.where(phase == index, here_equity, equity)
-        return probabilities, equity
+        phase = position_phases(board)
+        outputs = [model(board) for model in self.models]
+        return (pick_by_phase(phase, [probabilities for probabilities, _ in outputs]),
+                pick_by_phase(phase, [equity for _, equity in outputs]))
 
 
 class EnsembleBoardModel(nn.Module):

@@ -14,7 +14,8 @@ from bgtrain.model.ensembles import KIND as ENSEMBLE
 from bgtrain.model.ensembles import EnsembleNetwork
 from bgtrain.model.factory import PHASE_MODEL
 from bgtrain.model.loading import load_model
-from bgtrain.model.phases import PHASES, PhaseNetwork
+from bgtrain.model.phases import PhaseNetwork
+from engine.position_kinds import PHASE_NAMES
 
 Sources = str | Path | list[str | Path]  # a phase's checkpoint, or several for an ensemble
 
@@ -23,7 +24,7 @@ def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path:
     """Write a phase model checkpoint at ``path`` from checkpoints of single networks: one per phase,
     or for a phase a list of several, which become its ``EnsembleNetwork``."""
     networks, payloads, sources = {}, {}, {}
-    for name, given in zip(PHASES, (contact, crashed, race)):
+    for name, given in zip(PHASE_NAMES, (contact, crashed, race)):
         sources[name] = [str(given)] if isinstance(given, (str, Path)) else [str(source) for source in given]
         members = []
         for source in sources[name]:
@@ -37,7 +38,7 @@ def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path:
             payloads.setdefault(name, []).append(payload)
         networks[name] = members[0] if len(members) == 1 else EnsembleNetwork(members)
     model = PhaseNetwork(networks)
-    every = [payload for name in PHASES for payload in payloads[name]]
+    every = [payload for name in PHASE_NAMES for payload in payloads[name]]
     rules = {payload.get("rules", "backgammon") for payload in every}
     if len(rules) != 1:
         raise ValueError(f"the networks were trained for different variants: {sorted(rules)}")
@@ -51,6 +52,6 @@ def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path:
     def one_or_list(values: list):
         return values[0] if len(values) == 1 else values
 
-    payload["phase_counters"] = {name: one_or_list([p["counters"] for p in payloads[name]]) for name in PHASES}
-    payload["sources"] = {name: one_or_list(sources[name]) for name in PHASES}
+    payload["phase_counters"] = {name: one_or_list([p["counters"] for p in payloads[name]]) for name in PHASE_NAMES}
+    payload["sources"] = {name: one_or_list(sources[name]) for name in PHASE_NAMES}
     return save_checkpoint(path, payload)

@@ -13,7 +13,8 @@ from typing import Any
 from bgtrain.model.ensembles import KIND as ENSEMBLE
 from bgtrain.model.ensembles import EnsembleNetwork
 from bgtrain.model.network import ValueNetwork
-from bgtrain.model.phases import PHASES, PhaseNetwork
+from bgtrain.model.phases import PhaseNetwork
+from engine.position_kinds import PHASE_NAMES
 
 PHASE_MODEL = "phases"
 
@@ -29,5 +30,5 @@ def network_from_args(args: dict[str, Any]) -> ValueNetwork | EnsembleNetwork:
 def model_from_args(args: dict[str, Any]) -> ValueNetwork | EnsembleNetwork | PhaseNetwork:
     """The model a checkpoint's ``model`` entry describes, with fresh weights."""
     if args.get("kind") == PHASE_MODEL:
-        return PhaseNetwork({name: network_from_args(args["phases"][name]) for name in PHASES})
+        return PhaseNetwork({name: network_from_args(args["phases"][name]) for name in PHASE_NAMES})
     return network_from_args(args)

@@ -25,13 +25,12 @@ from dataclasses import dataclass
 
 import torch
 
-from bgtrain.arena.agents import argmax_per_position
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes, terminal_outcomes
 from bgtrain.values.evaluator import ROLL_COUNT, Evaluator
 from engine.board import flip_board
 from engine.dice import roll_tensor, roll_weights
 from engine.game import winning_points
-from engine.movegen import Afterstates, legal_afterstates
+from engine.movegen import Afterstates, argmax_per_position, legal_afterstates
 
 
 @dataclass(frozen=True)

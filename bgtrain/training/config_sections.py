@@ -173,7 +173,7 @@ class SupervisedConfig:
     """Dataset directories (``bgtrain dataset generate``), their complete shards concatenated; ``DIR@N``
     takes DIR's first N shards only."""
     kinds: tuple[str, ...] = ("contact", "crashed", "race")
-    """Position kinds to train on (``bgtrain.cube.efficiency.PositionKind`` names, lower case)."""
+    """Position kinds to train on (``engine.position_kinds.PositionKind`` names, lower case)."""
     epochs: int = 20
     """Passes over the training split."""
     batch_size: int = 256

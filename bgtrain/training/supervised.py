@@ -29,7 +29,6 @@ from typing import Any
 import torch
 
 from bgtrain.benchmark.scorer import log_error_rates
-from bgtrain.cube.efficiency import PositionKind
 from bgtrain.datasets import Dataset, load_datasets
 from bgtrain.model.checkpoint import (
     checkpoint_payload,
@@ -40,6 +39,7 @@ from bgtrain.model.checkpoint import (
 from bgtrain.model.network import ValueNetwork
 from bgtrain.training.config import Config, to_toml_text
 from bgtrain.training.run_directory import RunDirectory, code_version
+from engine.position_kinds import PositionKind
 from engine.variants import get_rules
 
 ENCODE_CHUNK = 8192

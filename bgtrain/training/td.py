@@ -48,7 +48,7 @@ from typing import Any
 import torch
 from torch.func import functional_call, jacrev, vmap
 
-from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent, argmax_per_position
+from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent
 from bgtrain.arena.duel import DuelResult, play_duel
 from bgtrain.model.checkpoint import checkpoint_payload, network_from_checkpoint, save_checkpoint
 from bgtrain.model.network import ValueNetwork
@@ -58,7 +58,7 @@ from bgtrain.training.config import Config, config_from_dict, resolve_device, to
 from bgtrain.values.static_value import NetworkValue, StaticValue
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
-from engine.movegen import legal_afterstates
+from engine.movegen import argmax_per_position, legal_afterstates
 from engine.random_play import random_choice
 from engine.rules import Rules
 from engine.state import State

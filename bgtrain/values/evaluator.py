@@ -60,7 +60,6 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.arena.agents import argmax_per_position
 from bgtrain.model.loading import load_model
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
 from bgtrain.values.bearoff import BearoffDatabase, load_bearoff_database
@@ -68,7 +67,7 @@ from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_s
 from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction, model_device
 from engine.board import flip_board
 from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
-from engine.movegen import Afterstates, legal_afterstates
+from engine.movegen import Afterstates, argmax_per_position, legal_afterstates
 from engine.notation import play_notations
 from engine.position_facts import mover_finished, opponent_finished
 from engine.rules import STANDARD, Rules
