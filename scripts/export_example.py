@@ -21,8 +21,8 @@ import torch
 
 from bgtrain.export import export_checkpoint
 from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
+from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
-from bgtrain.model.onnx_model import load_value_model
 from bgtrain.training.config import Config
 from engine.board import flip_board
 from engine.rules import STANDARD
@@ -78,7 +78,7 @@ def main() -> None:
         print("  the same outcomes for the player who moved (flip_outcomes):",
               ", ".join(f"{value:.6f}" for value in mover), f"equity {-float(equity[1]):+.6f}")
 
-        network = load_value_model(checkpoint)
+        network = load_model(checkpoint).model
         difference = float((network.evaluate(boards) - torch.from_numpy(probabilities)).abs().max())
         print(f"largest difference from ValueNetwork.evaluate: {difference:.1e}")
 

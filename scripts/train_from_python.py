@@ -3,7 +3,7 @@
     python scripts/train_from_python.py [--games 20000] [--out runs] [--bench-games 2000]
 
 Loads ``configs/quick.toml``, replaces fields in code (``dataclasses.replace`` on the frozen config),
-trains (``bgtrain.training.td.train``), plays the final network against pubeval at 0-ply
+trains (``bgtrain.commands.train.train``), plays the final network against pubeval at 0-ply
 (``bgtrain.arena.duel.play_duel``), and exports it to ONNX (``bgtrain.export.export_checkpoint``).
 Prints the checkpoint, the benchmark result and the exported file.
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent
 from bgtrain.arena.duel import play_duel
+from bgtrain.commands.train import train
 from bgtrain.export import export_checkpoint
 from bgtrain.model.loading import load_model
 from bgtrain.training.config import load_config
-from bgtrain.training.td import train
 from engine.rules import STANDARD
 
 QUICK = Path(__file__).resolve().parent.parent / "configs" / "quick.toml"

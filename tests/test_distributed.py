@@ -112,7 +112,7 @@ def test_selfplay_shards_are_the_same_in_process_and_on_ray(cluster):
 
 
 def test_training_gives_the_same_weights_in_process_and_on_ray(cluster, tmp_path):
-    from bgtrain.training.td import train
+    from bgtrain.commands.train import train
 
     common = ["model.hidden=[8]", "selfplay.turn_limit=120", "train.total_games=12", "train.buffer_turns=4",
               "train.minibatch_size=0", "evaluation.every_games=0", "evaluation.games=2",
@@ -129,7 +129,7 @@ def test_training_gives_the_same_weights_in_process_and_on_ray(cluster, tmp_path
 
 
 def test_a_distributed_training_run_resumes_where_it_stopped(tmp_path):
-    from bgtrain.training.td import train
+    from bgtrain.commands.train import train
 
     settings = ["model.hidden=[8]", "selfplay.turn_limit=120", "train.buffer_turns=4", "train.minibatch_size=0",
                 "evaluation.every_games=0", "evaluation.games=2", "checkpoint.every_seconds=0.0",

@@ -17,8 +17,9 @@ from bgtrain.export import BOARD_LAYOUT, FIRST_LAYERS, export_checkpoint
 from bgtrain.export.graph import GraphEncoder
 from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
 from bgtrain.model.encoding import ENCODERS, Encoder
+from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
-from bgtrain.model.onnx_model import OnnxValueModel, load_value_model
+from bgtrain.model.onnx_model import OnnxValueModel
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.training.config import Config
 from engine.board import flip_board
@@ -55,7 +56,7 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def networks(checkpoints) -> dict[str, ValueNetwork]:
-    return {encoder: load_value_model(path) for encoder, path in checkpoints.items()}
+    return {encoder: load_model(path).model for encoder, path in checkpoints.items()}
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +175,7 @@ def test_onnx_value_model_evaluates_like_the_network(checkpoints, networks, boar
     pytest.importorskip("onnx")
     path = tmp_path / "model.onnx"
     export_checkpoint(checkpoints["tesauro198"], path, "onnx", bare=bare)
-    model = load_value_model(path)
+    model = load_model(path).model
     network = networks["tesauro198"]
     assert isinstance(model, OnnxValueModel) and model.encoder.name == "tesauro198"
     assert model.model_args() == network.model_args()
@@ -183,14 +184,14 @@ def test_onnx_value_model_evaluates_like_the_network(checkpoints, networks, boar
     assert model.evaluate(boards[:0]).shape == (0, 5)
 
 
-def test_load_value_model_by_extension(checkpoints, tmp_path) -> None:
-    assert isinstance(load_value_model(checkpoints["tesauro198"]), ValueNetwork)
+def test_load_model_by_extension(checkpoints, tmp_path) -> None:
+    assert isinstance(load_model(checkpoints["tesauro198"]).model, ValueNetwork)
     with pytest.raises(ValueError, match=r"\.pt.*\.onnx"):
-        load_value_model(tmp_path / "model.ts")
+        load_model(tmp_path / "model.ts").model
     foreign = tmp_path / "foreign.onnx"
     foreign.write_bytes(os.urandom(300))
     with pytest.raises(ValueError, match="not a readable ONNX model"):
-        load_value_model(foreign)
+        load_model(foreign).model
 
 
 def test_onnx_model_without_bgtrain_metadata_is_refused(tmp_path) -> None:
@@ -330,7 +331,7 @@ def test_a_variant_checkpoint_exports_and_reads_back_for_its_variant(tmp_path, v
     metadata = export_checkpoint(checkpoint, tmp_path / f"{variant}.onnx", "onnx")
     assert (metadata["rules"], metadata["rules.checkers_per_side"]) == (variant, str(rules.checkers_per_side))
     assert ("checkers left" in metadata["equity.meaning"]) == (rules.scoring == "checkers_left")
-    model = load_value_model(tmp_path / f"{variant}.onnx")
+    model = load_model(tmp_path / f"{variant}.onnx").model
     assert model.rules == rules
     boards, _ = sample_positions(500, 5, rules, "cpu")
     probabilities, equity = model.evaluate_with_equity(boards, rules)

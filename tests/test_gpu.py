@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from bgtrain.commands.train import train
 from bgtrain.model.network import ValueNetwork
 from bgtrain.training.config import load_config
-from bgtrain.training.td import Run, train
+from bgtrain.training.td import Run
 from bgtrain.values.evaluator import Evaluator
 from engine.movegen import legal_afterstates
 from engine.random_play import sample_positions

@@ -45,7 +45,7 @@ def test_flags_and_overrides_in_any_order(tmp_path, monkeypatch):
     from bgtrain.training.config import split_overrides
 
     seen = {}
-    monkeypatch.setattr("bgtrain.training.td.train", lambda config, **kwargs: seen.update(config=config, **kwargs) or "x")
+    monkeypatch.setattr("bgtrain.commands.train.train", lambda config, **kwargs: seen.update(config=config, **kwargs) or "x")
     out = tmp_path / "ordered"
     assert main(["train", "--config", "configs/quick.toml", "model.hidden=[8]", "--train.learning_rate", "3e-4",
                  "--out", str(out), "--no-progress", "--selfplay.games_in_parallel=16"]) == 0
@@ -118,6 +118,6 @@ def test_training_from_a_python_script(tmp_path, capsys):
     assert payload["counters"]["games"] >= 128 and payload["config"]["model"]["hidden"] == [40]
     assert "from_python vs pubeval" in out and "20 games" in out
     if export:
-        from bgtrain.export import load_value_model
+        from bgtrain.export import load_model
 
-        assert load_value_model(final.with_suffix(".onnx")).model_args() == payload["model"]
+        assert load_model(final.with_suffix(".onnx")).model.model_args() == payload["model"]

@@ -8,12 +8,12 @@ import torch
 from helpers import compile_mode, random_boards
 
 from bgtrain.cli import main
+from bgtrain.commands.train import train
 from bgtrain.datasets import load_datasets
 from bgtrain.datasets.shards import FORMAT_VERSION, MANIFEST_FORMAT, write_manifest, write_shard
 from bgtrain.model.loading import load_model
 from bgtrain.training.config import load_config
-from bgtrain.training.supervised import learning_rate_at
-from bgtrain.training.td import train
+from bgtrain.training.schedule import supervised_learning_rate as learning_rate_at
 from engine.position_kinds import position_kinds
 
 

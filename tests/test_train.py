@@ -6,9 +6,10 @@ import pytest
 import torch
 from helpers import random_boards
 
+from bgtrain.commands.train import train
 from bgtrain.outcomes import flip_outcomes, terminal_outcomes
 from bgtrain.training.config import load_config
-from bgtrain.training.td import Run, Turn, lambda_returns, train
+from bgtrain.training.td import Run, Turn, lambda_returns
 
 
 def turn(next_value, ended=False, points=1, truncated=False) -> Turn:
@@ -151,7 +152,7 @@ def schedule(tmp_path, *fields):
 
 
 def test_learning_rate_schedules(tmp_path):
-    from bgtrain.training.td import learning_rate_at
+    from bgtrain.training.schedule import td_learning_rate as learning_rate_at
 
     constant = schedule(tmp_path)
     assert [learning_rate_at(constant, games) for games in (0, 500, 1000, 5000)] == [0.01] * 4

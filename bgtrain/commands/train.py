@@ -1,4 +1,4 @@
-"""Train a value network by TD(lambda) self-play.
+"""Train a value network: TD(lambda) self-play, or supervised on datasets (``train.method``).
 
     bgtrain train --config configs/default.toml [--out DIR] [--overwrite] [section.field=value ...]
     bgtrain train --resume DIR/latest.pt [--out DIR] [section.field=value ...]
@@ -72,9 +72,40 @@ def resolve_config(args: argparse.Namespace):
     return load_config(args.config, overrides)
 
 
-def run(args: argparse.Namespace) -> int:
-    from bgtrain.training.td import train
+def train(config, resume: str | Path | None = None, progress: bool = True, argv: list[str] | None = None,
+          overwrite: bool = False) -> Path:
+    """Run (or resume) training to the end of ``config`` in ``config.run_dir``; returns the final
+    checkpoint's path. The method (TD self-play or supervised, ``train.method``) and the executor of
+    self-play (this process or actors, ``executor.mode``) are chosen here; a new run, or a resume
+    elsewhere, refuses a directory holding a run unless ``overwrite``."""
+    import torch
 
+    from bgtrain.training import run_directory as runs
+    from bgtrain.training.config import to_toml_text
+
+    in_place = resume is not None and runs.resume_directory(resume).resolve() == config.run_dir.resolve()
+    directory = runs.RunDirectory(config.run_dir).acquire(resuming=in_place, overwrite=overwrite)
+    try:
+        if config.train.method == "supervised":  # on datasets instead of self-play
+            from bgtrain.training.supervised import train_supervised
+
+            directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
+            return train_supervised(config, directory, resume, progress)
+        from bgtrain.training.td import Run, train_td
+
+        run_class = Run
+        if config.executor.mode != "local":
+            from bgtrain.distributed.selfplay import DistributedRun  # self-play actors and this learner
+
+            run_class = DistributedRun
+        run = run_class.resume(resume, config) if resume else run_class(config)
+        directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
+        return train_td(run, config, directory, progress, resumed=resume is not None)
+    finally:
+        directory.release()
+
+
+def run(args: argparse.Namespace) -> int:
     config = resolve_config(args)
     apply_threads(args)
     final = train(config, resume=args.resume, progress=not args.no_progress, argv=getattr(args, "argv", ["bgtrain", *sys.argv[1:]]),

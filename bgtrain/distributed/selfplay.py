@@ -38,7 +38,8 @@ from bgtrain.distributed.executor import make_executor
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
 from bgtrain.model.checkpoint import load_checkpoint
 from bgtrain.training.config import Config
-from bgtrain.training.td import Run, learning_rate_at
+from bgtrain.training.schedule import td_learning_rate
+from bgtrain.training.td import Run
 
 
 def shard_seed(run_seed: int, index: int) -> int:
@@ -99,7 +100,7 @@ class DistributedRun(Run):
         self.games += int(shard["games"])
         self.turns += self.config.executor.shard_turns
         staleness = self.version - int(shard["version"])
-        metrics = self.learn(boards, target, learning_rate_at(self.config, self.games))
+        metrics = self.learn(boards, target, td_learning_rate(self.config, self.games))
         if self.updates % self.config.executor.broadcast_every == 0:
             self.version += 1
             self._share()

@@ -63,7 +63,8 @@ from bgtrain.model.export_format import (
     equity_meaning,
     require_onnx,
 )
-from bgtrain.model.onnx_model import ONNX_CHUNK, OnnxValueModel, load_value_model
+from bgtrain.model.loading import load_model
+from bgtrain.model.onnx_model import ONNX_CHUNK, OnnxValueModel
 
 __all__ = [
     "BOARD_LAYOUT",
@@ -87,6 +88,6 @@ __all__ = [
     "export_checkpoint",
     "export_metadata",
     "export_model",
-    "load_value_model",
+    "load_model",
     "require_onnx",
 ]

@@ -2,7 +2,8 @@
 
 A run directory holds ``config.toml`` (the resolved config, rewritten at each start), ``command.txt``
 (one block per start: the command line, the code version, python and torch; a resume adds a block),
-``tensorboard/``, ``checkpoints/games_*.pt``, ``latest.pt`` and ``final.pt``. The rules that keep what a
+``tensorboard/``, ``checkpoints/games_*.pt`` (TD, by games played) or ``checkpoints/epoch_*.pt``
+(supervised, by epochs), ``latest.pt`` and ``final.pt``. The rules that keep what a
 user made:
 
 * a new run refuses a directory that already holds a run (one line saying how to resume, or to pass
@@ -34,7 +35,9 @@ from bgtrain.files import atomic_write, check_output_directory, remove_stale_tem
 
 LOCK_NAME = "run.lock"
 RUN_FILES = ("latest.pt", "final.pt", "config.toml")
-_CHECKPOINT = re.compile(r"^games_(?P<games>\d+)\.pt$")
+# A checkpoint under checkpoints/ is named by its run's progress: games played (TD) or epochs (supervised).
+_CHECKPOINT = re.compile(r"^(?P<unit>games|epoch)_(?P<count>\d+)\.pt$")
+_NAME_FORMATS = {"games": "games_{:010d}.pt", "epoch": "epoch_{:04d}.pt"}
 
 
 def code_version() -> str:
@@ -48,8 +51,10 @@ def code_version() -> str:
         return "unknown"
 
 
-def checkpoint_name(games: int) -> str:
-    return f"games_{games:010d}.pt"
+def checkpoint_name(count: int, unit: str = "games") -> str:
+    """The file name under ``checkpoints/`` of a checkpoint after ``count`` games (TD) or epochs
+    (``unit="epoch"``, supervised)."""
+    return _NAME_FORMATS[unit].format(count)
 
 
 def resume_directory(checkpoint: str | Path) -> Path:
@@ -63,10 +68,10 @@ def resume_directory(checkpoint: str | Path) -> Path:
 
 def _checkpoints(directory: Path) -> list[tuple[int, Path]]:
     found = []
-    for path in directory.glob("games_*.pt"):
+    for path in directory.glob("*.pt"):
         match = _CHECKPOINT.match(path.name)
         if match:
-            found.append((int(match["games"]), path))
+            found.append((int(match["count"]), path))
     return sorted(found)
 
 
@@ -180,20 +185,22 @@ class RunDirectory:
                  + f"code version: {code_version()}\npython {platform.python_version()}, torch {torch_version}\n")
         atomic_write(command, previous + ("\n" if previous else "") + block)
 
-    def save(self, payload: dict[str, Any], games: int, keep_last: int) -> Path:
-        """``checkpoints/games_N.pt`` and ``latest.pt``, then the old checkpoints pruned."""
+    def save(self, payload: dict[str, Any], count: int, keep_last: int, unit: str = "games") -> Path:
+        """``checkpoints/games_N.pt`` (or ``epoch_N.pt``) and ``latest.pt``, then the old checkpoints
+        pruned."""
         from bgtrain.model.checkpoint import save_checkpoint
 
-        save_checkpoint(self.checkpoints / checkpoint_name(games), payload)
+        save_checkpoint(self.checkpoints / checkpoint_name(count, unit), payload)
         latest = save_checkpoint(self.path / "latest.pt", payload)
-        self.prune(games, keep_last)
+        self.prune(count, keep_last)
         return latest
 
-    def prune(self, games: int, keep_last: int) -> None:
-        """Keep the newest ``keep_last`` checkpoints up to ``games``; never touch those beyond it."""
+    def prune(self, count: int, keep_last: int) -> None:
+        """Keep the newest ``keep_last`` checkpoints up to ``count`` games or epochs; never touch those
+        beyond it."""
         if not keep_last:
             return
-        mine = [path for count, path in _checkpoints(self.checkpoints) if count <= games]
+        mine = [path for done, path in _checkpoints(self.checkpoints) if done <= count]
         for old in mine[:-keep_last]:
             old.unlink(missing_ok=True)
 

@@ -21,7 +21,6 @@ that takes a model takes the result.
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,9 @@ from bgtrain.model.checkpoint import (
 )
 from bgtrain.model.network import ValueNetwork
 from bgtrain.training.config import Config, to_toml_text
-from bgtrain.training.run_directory import RunDirectory, code_version
+from bgtrain.training.run_directory import RunDirectory, code_version, load_resume_checkpoint
+from bgtrain.training.schedule import loss_function, supervised_learning_rate
+from bgtrain.training.strength import evaluate_strength, log_strength
 from engine.position_kinds import PositionKind
 from engine.variants import get_rules
 
@@ -56,24 +57,6 @@ def split_dataset(dataset: Dataset, config: Config) -> tuple[Dataset, Dataset]:
     is_heldout = torch.zeros(len(dataset), dtype=torch.bool)
     is_heldout[order[:heldout]] = True
     return dataset.where(~is_heldout), dataset.where(is_heldout)
-
-
-def learning_rate_at(config: Config, step: int, steps_per_epoch: int) -> float:
-    supervised = config.supervised
-    base = supervised.learning_rate
-    if supervised.lr_schedule == "cosine":
-        progress = min(1.0, step / max(1, supervised.epochs * steps_per_epoch))
-        final = supervised.lr_final_fraction
-        return base * (final + (1 - final) * 0.5 * (1 + math.cos(math.pi * progress)))
-    if supervised.lr_schedule == "step":
-        return base * supervised.lr_step_factor ** ((step // max(1, steps_per_epoch)) // supervised.lr_step_epochs)
-    return base
-
-
-def loss_function(name: str):
-    if name == "bce":
-        return torch.nn.functional.binary_cross_entropy
-    return torch.nn.functional.mse_loss
 
 
 def initial_network(config: Config) -> ValueNetwork:
@@ -107,11 +90,9 @@ def heldout_loss(network: ValueNetwork, encoded: torch.Tensor, targets: torch.Te
 def train_supervised(config: Config, directory: RunDirectory, resume: str | Path | None = None,
                      progress: bool = True) -> Path:
     """Train (or resume) to ``config.supervised.epochs`` epochs in the run ``directory`` (locked and
-    started by ``bgtrain.training.td.train``); returns the final checkpoint's path."""
+    started by ``bgtrain.commands.train.train``); returns the final checkpoint's path."""
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
-
-    from bgtrain.training.td import evaluate_strength
 
     supervised = config.supervised
     if not supervised.datasets:
@@ -127,9 +108,7 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
                                 "turns": 0, "updates": 0}
     strength: dict[str, Any] = {}
     if resume:
-        payload = load_checkpoint(resume)
-        if "training" not in payload:
-            raise ValueError(f"{resume} holds a model only, not a training state to resume")
+        payload = load_resume_checkpoint(resume, config)
         network.load_state_dict(network_from_checkpoint(payload, str(resume)).state_dict())
         optimizer.load_state_dict(payload["training"]["optimizer"])
         shuffle.set_state(payload["training"]["shuffle"])
@@ -166,7 +145,7 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
         total = 0.0
         for start in range(0, size, supervised.batch_size):
             for group in optimizer.param_groups:
-                group["lr"] = learning_rate_at(config, counters["steps"], steps_per_epoch)
+                group["lr"] = supervised_learning_rate(config, counters["steps"], steps_per_epoch)
             index = order[start : start + supervised.batch_size]
             batch_loss = loss(network.forward_encoded(encoded.index_select(0, index)), targets.index_select(0, index))
             optimizer.zero_grad(set_to_none=True)
@@ -187,13 +166,9 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
         strength["heldout_loss"] = held_value
         if epoch >= supervised.epochs:
             strength.update(evaluate_strength(network.eval(), config, rules))
-            for name, result in strength.items():
-                if isinstance(result, dict):
-                    writer.add_scalar(f"eval/{name}_points_per_game", result["points_per_game"], epoch)
+            log_strength(writer, strength, epoch)
         if epoch % supervised.checkpoint_every_epochs == 0 or epoch >= supervised.epochs:
-            save_checkpoint(run_dir / "checkpoints" / f"epoch_{epoch:04d}.pt", payload(True))
-            save_checkpoint(run_dir / "latest.pt", payload(True))
-            _prune(run_dir / "checkpoints", config.checkpoint.keep_last)
+            directory.save(payload(True), epoch, config.checkpoint.keep_last, unit="epoch")
         bar.update(1)
         bar.set_postfix_str(f"train {total / size:.4f} held-out {held_value:.4f}")
     bar.close()
@@ -201,9 +176,3 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
     final = run_dir / "final.pt"
     save_checkpoint(final, payload(False))
     return final
-
-
-def _prune(directory: Path, keep_last: int) -> None:
-    if keep_last:
-        for old in sorted(directory.glob("epoch_*.pt"))[:-keep_last]:
-            old.unlink(missing_ok=True)

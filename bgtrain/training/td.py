@@ -39,7 +39,6 @@ left (up to 15 points) is held in the same five outputs (``bgtrain.outcomes``), 
 from __future__ import annotations
 
 import copy
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,13 +47,13 @@ from typing import Any
 import torch
 from torch.func import functional_call, jacrev, vmap
 
-from bgtrain.arena.agents import GreedyValueAgent, PubevalAgent, RandomAgent
-from bgtrain.arena.duel import DuelResult, play_duel
 from bgtrain.model.checkpoint import checkpoint_payload, network_from_checkpoint, save_checkpoint
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outcomes
 from bgtrain.training import run_directory as runs
 from bgtrain.training.config import Config, config_from_dict, resolve_device, to_toml_text
+from bgtrain.training.schedule import loss_function, td_learning_rate
+from bgtrain.training.strength import evaluate_strength, log_strength, strength_text
 from bgtrain.values.static_value import NetworkValue, StaticValue
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
@@ -167,27 +166,6 @@ def lambda_returns(turns: list[Turn], td_lambda: float, count: int | None = None
     return returns[::-1][:count]
 
 
-def learning_rate_at(config: Config, games: int) -> float:
-    train = config.train
-    base = train.learning_rate
-    if train.lr_warmup_games and games < train.lr_warmup_games:
-        return base * games / train.lr_warmup_games
-    progress = min(1.0, games / train.total_games)
-    if train.lr_schedule == "linear":
-        return base * (1 - (1 - train.lr_final_fraction) * progress)
-    if train.lr_schedule == "cosine":
-        return base * (train.lr_final_fraction + (1 - train.lr_final_fraction) * 0.5 * (1 + math.cos(math.pi * progress)))
-    if train.lr_schedule == "inverse_sqrt":
-        return base / math.sqrt(1 + games / train.lr_decay_games)
-    return base
-
-
-def loss_function(name: str):
-    if name == "bce":
-        return lambda predicted, target: torch.nn.functional.binary_cross_entropy(predicted, target)
-    return lambda predicted, target: torch.nn.functional.mse_loss(predicted, target)
-
-
 class EligibilityTraces:
     """Per-slot, per-output eligibility traces for classic online TD(lambda)."""
 
@@ -290,7 +268,7 @@ class Run:
         self.games += int(finished.sum())
         self.turns += 1
         metrics: dict[str, float] = {}
-        learning_rate = learning_rate_at(config, self.games)
+        learning_rate = td_learning_rate(config, self.games)
         if self.traces is not None:
             metrics["td_error"] = self.traces.step(turn, config.train.td_lambda, learning_rate)
             self.updates += 1
@@ -409,47 +387,10 @@ class Run:
         return run
 
 
-def evaluate_strength(network: ValueNetwork, config: Config, rules: Rules, opponent_network=None) -> dict[str, Any]:
-    """The benchmark matches of the periodic strength check (``bgtrain.arena.duel``)."""
-    evaluation = config.evaluation
-    device = next(network.parameters()).device
-    frozen = copy.deepcopy(network).eval()
-    agent = GreedyValueAgent.from_network(frozen, "model", rules)
-    opponent = PubevalAgent(rules) if evaluation.opponent == "pubeval" else RandomAgent(evaluation.seed, device)
-    results: dict[str, DuelResult] = {
-        evaluation.opponent: play_duel(agent, opponent, evaluation.games, evaluation.seed, rules, device)
-    }
-    if opponent_network is not None:
-        previous = GreedyValueAgent.from_network(opponent_network, "previous", rules)
-        results["previous"] = play_duel(agent, previous, evaluation.games, evaluation.seed + 1, rules, device)
-    return {name: result.as_dict() for name, result in results.items()}
-
-
-def train(config: Config, resume: str | Path | None = None, progress: bool = True, argv: list[str] | None = None,
-          overwrite: bool = False) -> Path:
-    """Run (or resume) training to ``config.train.total_games`` in ``config.run_dir``; returns the final
-    checkpoint's path. A new run, or a resume elsewhere, refuses a directory holding a run unless ``overwrite``."""
-    in_place = resume is not None and runs.resume_directory(resume).resolve() == config.run_dir.resolve()
-    directory = runs.RunDirectory(config.run_dir).acquire(resuming=in_place, overwrite=overwrite)
-    try:
-        if config.train.method == "supervised":  # on datasets instead of self-play: bgtrain.training.supervised
-            from bgtrain.training.supervised import train_supervised
-
-            directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
-            return train_supervised(config, directory, resume, progress)
-        run_class = Run
-        if config.executor.mode != "local":
-            from bgtrain.distributed.selfplay import DistributedRun  # self-play actors and this learner
-
-            run_class = DistributedRun
-        run = run_class.resume(resume, config) if resume else run_class(config)
-        directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
-        return _train_loop(run, config, directory, progress, resumed=resume is not None)
-    finally:
-        directory.release()
-
-
-def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress: bool, resumed: bool) -> Path:
+def train_td(run: Run, config: Config, directory: runs.RunDirectory, progress: bool, resumed: bool) -> Path:
+    """Train ``run`` (new, or resumed from a checkpoint) to ``config.train.total_games`` in its run
+    ``directory`` (locked and started by the caller, ``bgtrain.commands.train.train``): self-play steps,
+    strength checks, checkpoints; returns the final checkpoint's path."""
     from tqdm import tqdm
 
     log = runs.TensorBoardLog(directory.path / "tensorboard", *((run.games, run.log_points) if resumed else ()))
@@ -475,7 +416,7 @@ def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress
         if now - window_start >= 5.0:
             rate = (run.games - window_games) / (now - window_start)
             log.add_scalar("charts/games_per_second", rate, run.games)
-            bar.set_postfix_str(f"{rate:,.0f} games/s{_strength_text(run.strength)}")
+            bar.set_postfix_str(f"{rate:,.0f} games/s{strength_text(run.strength)}")
             window_start, window_games = now, run.games
 
         finished = run.games >= total
@@ -483,14 +424,14 @@ def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress
             run.strength = evaluate_strength(run.network, config, run.rules, run.previous_network)
             run.strength["games"] = run.games
             run.strength["train_seconds"] = run.train_seconds
-            _log_strength(log, run.strength, run.games)
+            log_strength(log, run.strength, run.games)
             if config.evaluation.benchmark:
                 from bgtrain.benchmark.scorer import log_error_rates
 
                 log_error_rates(log, run.network, run.rules, run.games, config.evaluation.benchmark_decisions)
             run.previous_network = copy.deepcopy(run.network).eval()
             next_evaluation = _next_multiple(run.games, config.evaluation.every_games)
-            bar.set_postfix_str(_strength_text(run.strength).lstrip("; "))
+            bar.set_postfix_str(strength_text(run.strength).lstrip("; "))
             window_start, window_games = time.monotonic(), run.games
         due_by_games = config.checkpoint.every_games and run.games >= next_checkpoint
         due_by_time = config.checkpoint.every_seconds and now - last_checkpoint_time >= config.checkpoint.every_seconds
@@ -507,20 +448,3 @@ def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress
 
 def _next_multiple(games: int, every: int) -> int:
     return (games // every + 1) * every if every else 1 << 62
-
-
-def _strength_text(strength: dict[str, Any]) -> str:
-    for name in ("pubeval", "random"):
-        if name in strength:
-            result = strength[name]
-            return f"; vs {name} {result['points_per_game']:+.3f}±{result['interval95']:.3f}"
-    return ""
-
-
-def _log_strength(writer, strength: dict[str, Any], games: int) -> None:
-    for name, result in strength.items():
-        if isinstance(result, dict):
-            writer.add_scalar(f"eval/{name}_points_per_game", result["points_per_game"], games)
-            writer.add_scalar(f"eval/{name}_interval95", result["interval95"], games)
-            writer.add_scalar(f"eval/{name}_win_rate", result["a_win"], games)
-    writer.add_scalar("eval/train_seconds", strength.get("train_seconds", 0.0), games)
