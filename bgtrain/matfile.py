@@ -169,23 +169,26 @@ def format_game(game: MatGame) -> str:
     return "\n".join(lines) + "\n"
 
 
-MONEY_NOTE = ("; bgtrain money games: gammons count without a cube turn (no Jacoby rule). "
-              "In GNU Backgammon: 'set jacoby off' before 'import mat'.\n")
+MONEY_NOTE = ("bgtrain money games: gammons count without a cube turn (no Jacoby rule). "
+              "In GNU Backgammon: 'set jacoby off' before 'import mat'.")
+JACOBY_NOTE = "bgtrain play: money games under the Jacoby rule."
 
 
-def format_match(match: MatMatch) -> str:
+def format_match(match: MatMatch, note: str | None = None) -> str:
     """The whole file. A money session starts with a comment line (importers skip lines before the
-    header) saying that the Jacoby rule is off, which GNU Backgammon applies from its own setting."""
-    parts = [MONEY_NOTE if match.length == 0 else "", f" {match.length} point match\n"]
+    header) saying how its gammons count, which GNU Backgammon takes from its own Jacoby setting:
+    ``note``, by default ``MONEY_NOTE`` (bgtrain's cubeless benchmark games: no Jacoby rule)."""
+    comment = f"; {note or MONEY_NOTE}\n" if match.length == 0 else ""
+    parts = [comment, f" {match.length} point match\n"]
     for game in match.games:
         parts.append("\n" + format_game(game))
     return "".join(parts)
 
 
-def write_mat(path: str | Path, match: MatMatch) -> Path:
+def write_mat(path: str | Path, match: MatMatch, note: str | None = None) -> Path:
     from bgtrain.files import atomic_write
 
-    return atomic_write(path, format_match(match))
+    return atomic_write(path, format_match(match, note))
 
 
 def game_actions(turns, a_seat: int, points_for_a: int, rules: Rules = STANDARD) -> tuple[MatAction, ...]:

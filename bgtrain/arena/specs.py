@@ -75,14 +75,15 @@ def make_agent(
 def model_spec(spec: str) -> tuple[Path, str, int] | None:
     """``(path, suffix "pt" or "onnx", ply)`` when ``spec`` names a model file, else None. A depth the
     evaluator cannot finish is refused here, before anything is loaded."""
-    from bgtrain.values.evaluator import MAX_PLY
+    from bgtrain.values.evaluator import check_ply
 
     model = _MODEL.match(spec.strip())
     if not model:
         return None
-    ply = int(model.group("ply") or 0)
-    if ply > MAX_PLY:
-        raise ValueError(f"agent {spec.strip()!r}: {ply}-ply is deeper than the evaluator searches (at most {MAX_PLY})")
+    try:
+        ply = check_ply(int(model.group("ply") or 0))
+    except ValueError as error:
+        raise ValueError(f"agent {spec.strip()!r}: {error}") from None
     return Path(model.group("path")), model.group("suffix").lower(), ply
 
 

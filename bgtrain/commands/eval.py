@@ -31,11 +31,10 @@ from pathlib import Path
 import torch
 
 from bgtrain.commands import add_device, add_variant
-from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision
-from bgtrain.cube.efficiency import cube_efficiency
+from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label
 from bgtrain.outcomes import cubeless_equity
-from bgtrain.values.bearoff_two_sided import exact_money_decision
-from bgtrain.values.evaluator import MAX_PLY, Evaluator, HintMove
+from bgtrain.values.cube_action import cube_action
+from bgtrain.values.evaluator import MAX_PLY, Evaluator, HintMove, check_ply
 from engine.board import mover_checkers_on_board, opponent_checkers_on_board
 from engine.drawing import draw_board
 from engine.parsing import CubeSetting, parse_dice, parse_hand, parse_position
@@ -108,10 +107,7 @@ def cube_report(probabilities: torch.Tensor, board: torch.Tensor, cube: CubeStat
                 two_sided=None, rules: Rules = STANDARD) -> dict:
     """The cube decision of the player on roll from its outcome probabilities ``float[5]``; exact from
     the two-sided bear-off database ``two_sided`` where it covers the position (money play)."""
-    decision = exact = exact_money_decision(two_sided, board.unsqueeze(0), cube, game, rules)
-    if exact is None:
-        efficiency = cube_efficiency(board.unsqueeze(0).cpu())
-        decision = cube_decision(probabilities.unsqueeze(0).double().cpu(), cube, game, efficiency)
+    decision, method = cube_action(probabilities.unsqueeze(0), board.unsqueeze(0), cube, game, two_sided, rules)
 
     def number(tensor) -> float | None:
         value = float(tensor[0])
@@ -121,7 +117,7 @@ def cube_report(probabilities: torch.Tensor, board: torch.Tensor, cube: CubeStat
         "game": ("money" if isinstance(game, MoneyGame) else
                  f"{game.length}-point match, {game.score[0]}-{game.score[1]}" + (", Crawford" if game.crawford else "")),
         "cube": {"value": cube.value, "owner": cube.owner},
-        "method": "janowski" if exact is None else "two-sided bear-off database",
+        "method": method,
         "efficiency": number(decision.efficiency),
         "action": action_label(int(decision.action[0]), cube),
         "response": TakeAction(int(decision.take[0])).name.lower(),
@@ -154,9 +150,7 @@ def _probabilities(values) -> dict[str, float]:
 
 def build_report(args: argparse.Namespace) -> dict:
     """Everything the command shows, as plain data; sections appear in this order in text and JSON."""
-    if not 0 <= args.ply <= MAX_PLY:
-        raise ValueError(f"--ply {args.ply}: the search depth must be 0 to {MAX_PLY} (each ply costs about "
-                         "20 times the one before)")
+    check_ply(args.ply)  # before the model and its databases load
     model = Path(args.model) if args.model else default_model()
     if model.suffix.lower() in (".ts", ".torchscript"):
         raise ValueError(f"--model {model}: TorchScript exports are for other programs (C++, Java, ...); "

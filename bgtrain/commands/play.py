@@ -64,7 +64,7 @@ def build_session(args: argparse.Namespace, clock=None, dice=None):
     is one for this variant)."""
     import time
 
-    from bgtrain.values.evaluator import Evaluator
+    from bgtrain.values.evaluator import Evaluator, check_ply
     from bgtrain.web.dice import SeededDice
     from bgtrain.web.game import Session, Settings
     from engine.variants import get_rules
@@ -74,10 +74,7 @@ def build_session(args: argparse.Namespace, clock=None, dice=None):
     if args.variant is not None and get_rules(args.variant) != evaluator.rules:
         raise ValueError(f"{model} was trained for {evaluator.rules.name!r}, not for {args.variant!r} "
                          f"(pass --variant {evaluator.rules.name} or another model)")
-    if args.ply < 0:
-        raise ValueError(f"--ply must be >= 0, not {args.ply}")
-    if args.ply and evaluator.rules.acey_deucey:
-        raise ValueError(f"{evaluator.rules.name} is played at 0-ply only (pass --ply 0)")
+    check_ply(args.ply, evaluator.rules)
     settings = Settings(
         ply=args.ply, match_length=args.match or 0, clock_seconds=args.clock or None,
         clock_action=args.on_time, jacoby=not args.no_jacoby, automatic_doubles=args.automatic_doubles,

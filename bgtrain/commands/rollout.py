@@ -46,7 +46,7 @@ from bgtrain.distributed.executor import add_executor_arguments, executor_from_a
 from bgtrain.rollout import RolloutSettings
 from bgtrain.rollout.chunks import DEFAULT_CHUNK, rollout_in_chunks
 from bgtrain.rollout.plays import rollout_plays
-from bgtrain.values.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator, check_ply
 from engine.parsing import parse_dice, parse_position
 from engine.position_id import encode_position_id, split_checkers_in_hand
 
@@ -90,8 +90,7 @@ def _settings(args: argparse.Namespace) -> RolloutSettings:
         raise ValueError(f"--trials must be >= 1, not {args.trials}")
     if args.truncate is not None and args.truncate < 1:
         raise ValueError(f"--truncate must be >= 1 plies, not {args.truncate} (leave it out for whole games)")
-    if args.ply < 0:
-        raise ValueError(f"--ply must be >= 0, not {args.ply}")
+    check_ply(args.ply)
     if args.chunk is not None and args.chunk < 1:
         raise ValueError(f"--chunk must be >= 1, not {args.chunk}")
     if args.target_se is not None and not args.target_se > 0:

@@ -31,7 +31,7 @@ class PlyLabeller:
 
     def __init__(self, evaluator: Evaluator, ply: int, model: str = "") -> None:
         self.evaluator = evaluator
-        self.ply = evaluator._check_ply(ply)
+        self.ply = evaluator.check_ply(ply)
         self.model = model
 
     def label(self, boards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -60,7 +60,7 @@ class RolloutLabeller:
             raise ValueError(f"a rollout labeller needs at least 2 trials for a standard error, not {trials!r}")
         self.evaluator = evaluator
         self.trials = trials
-        self.settings = RolloutSettings(ply=evaluator._check_ply(ply), truncate=truncate)
+        self.settings = RolloutSettings(ply=evaluator.check_ply(ply), truncate=truncate)
         self.model = model
         self.seed = seed
 

@@ -38,6 +38,7 @@ from engine.board import (
     flip_board,
     pip_counts,
 )
+from engine.escapes import escape_tables
 from engine.position_facts import (
     COUNT_VALUES,
     MAX_CHECKERS,
@@ -52,26 +53,10 @@ from engine.rules import Rules
 # Position features of the encoders (the point masks and the race are ``engine.position_facts``).
 
 
-@functools.cache
 def _escape_table(device: torch.device) -> torch.Tensor:
-    """``long[4096]``: for each blocking pattern of the 12 points in front of a checker (bit k set when the
-    point k + 1 pips ahead is made by the opponent), how many of the 36 rolls let the checker move the whole
-    roll: the landing point is open and at least one of the two intermediate points is.
-
-    The same table as GNU Backgammon's ``anEscapes`` (``eval.c``, ``ComputeTable0``); doubles are counted
-    by their first two steps only, as there.
-    """
-    counts = []
-    for pattern in range(1 << 12):
-        rolls = 0
-        for high in range(6):
-            for low in range(high + 1):
-                landing_open = not pattern & (1 << (high + low + 1))
-                path_open = not (pattern & (1 << high) and pattern & (1 << low))
-                if landing_open and path_open:
-                    rolls += 1 if high == low else 2
-        counts.append(rolls)
-    return torch.tensor(counts, dtype=torch.long, device=device)
+    """``long[4096]``: how many of the 36 rolls let a checker escape past each blocking pattern of the 12
+    points in front of it (``engine.escapes``, GNU Backgammon's ``anEscapes``)."""
+    return escape_tables(device)[0]
 
 
 @functools.cache

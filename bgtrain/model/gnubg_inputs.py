@@ -64,6 +64,8 @@ import functools
 import torch
 
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
+from engine.dice import ALL_ROLLS
+from engine.escapes import escape_tables as engine_escape_tables
 
 FEATURES = (
     "off1", "off2", "off3", "break_contact", "back_checker", "back_anchor", "forward_anchor",
@@ -72,7 +74,7 @@ FEATURES = (
 )
 HALF_SIZE = len(FEATURES)  # 25 per side
 
-ROLLS = tuple((high, low) for high in range(1, 7) for low in range(1, high + 1))  # the 21 rolls
+ROLLS = ALL_ROLLS  # the 21 rolls, larger die first
 
 
 def side_counts(board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,30 +106,9 @@ def contact_features_of_flipped(board: torch.Tensor, checkers_per_side: int = 15
 
 @functools.cache
 def escape_tables(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(escapes, escapes_past_first)``, ``float32[4096]`` each, indexed by a pattern whose bit k is set
-    when the point k + 1 pips ahead of a checker is blocked (made by the other side).
-
-    ``escapes``: rolls of 36 (doubles counted by their first two steps) whose total lands on a free point
-    with at least one of the two single-die points free (GNU's ``anEscapes``). ``escapes_past_first``:
-    those whose total also passes the nearest blocked point (GNU's ``anEscapes1``; 0 for no block).
-    """
-    plain, past = [], []
-    for pattern in range(1 << 12):
-        nearest = next((k for k in range(12) if pattern >> k & 1), None)
-        count = count_past = 0
-        for high in range(6):
-            for low in range(high + 1):
-                weight = 1 if high == low else 2
-                lands_free = not pattern >> (high + low + 1) & 1
-                path_free = not (pattern >> high & 1 and pattern >> low & 1)
-                if lands_free and path_free:
-                    count += weight
-                    if nearest is not None and high + low + 1 > nearest:
-                        count_past += weight
-        plain.append(count)
-        past.append(count_past)
-    return (torch.tensor(plain, dtype=torch.float32, device=device),
-            torch.tensor(past, dtype=torch.float32, device=device))
+    """``(escapes, escapes_past_first)``, ``float32[4096]`` each: ``engine.escapes.escape_tables`` (GNU's
+    ``anEscapes`` and ``anEscapes1``) as floats for the matrix products below."""
+    return tuple(table.to(torch.float32) for table in engine_escape_tables(device))
 
 
 @functools.cache

@@ -38,7 +38,7 @@ from bgtrain.rollout.dice import rollout_dice
 from bgtrain.rollout.leaves import exact_leaf
 from bgtrain.rollout.result import RolloutResult
 from bgtrain.rollout.variance import expand_rolls, flip_difference, luck
-from bgtrain.values.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator, check_ply
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
 from engine.dice import roll_index
 from engine.game import winning_points
@@ -65,8 +65,7 @@ class RolloutSettings:
     exact_leaves: bool = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.ply, bool) or not isinstance(self.ply, int) or self.ply < 0:
-            raise ValueError(f"rollout ply must be a non-negative integer, not {self.ply!r}")
+        check_ply(self.ply)
         if self.truncate is not None and (isinstance(self.truncate, bool) or not isinstance(self.truncate, int)
                                           or self.truncate < 1):
             raise ValueError(f"truncate must be a number of plies >= 1 (or None for whole games), "

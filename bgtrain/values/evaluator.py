@@ -154,19 +154,15 @@ class Evaluator:
         loaded = load_model(path, rules, device)
         return cls.from_network(loaded.model, loaded.rules, bearoff, two_sided, **settings)
 
-    def _check_ply(self, ply: int) -> int:
-        ply = _check_ply(ply)
-        if ply and self.rules.acey_deucey:
-            # The search averages over the opponent's rolls after every play; an acey-deucey play
-            # that earns an extra roll is followed by the same side's roll instead.
-            raise ValueError(f"multi-ply search does not model {self.rules.name}'s extra rolls; use ply 0")
-        return ply
+    def check_ply(self, ply: int) -> int:
+        """``check_ply`` for this evaluator's rules."""
+        return check_ply(ply, self.rules)
 
     # --- public API -----------------------------------------------------------------------------
 
     def probabilities(self, board: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """``V_ply``: ``int8[B, 28]`` positions before the roll -> ``float32[B, 5]`` for the side to move."""
-        return self._position_outcomes(_check_board(board), self._check_ply(ply))
+        return self._position_outcomes(_check_board(board), self.check_ply(ply))
 
     def equity(self, board: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """Cubeless equity of ``probabilities``: ``float32[B]``."""
@@ -174,7 +170,7 @@ class Evaluator:
 
     def afterstate_probabilities(self, afterstates: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """``A_ply``: ``int8[N, 28]`` afterstates -> ``float32[N, 5]`` for the side that just moved."""
-        return self._afterstate_outcomes(_check_board(afterstates), self._check_ply(ply))
+        return self._afterstate_outcomes(_check_board(afterstates), self.check_ply(ply))
 
     def best_moves(self, board: torch.Tensor, dice: torch.Tensor, ply: int = 0) -> torch.Tensor:
         """The move choice at ``ply``: an index into each position's ``legal_afterstates``, ``int64[B]``."""
@@ -184,7 +180,7 @@ class Evaluator:
 
     def choose(self, afterstates: Afterstates, ply: int = 0) -> torch.Tensor:
         """``best_moves`` on afterstates already generated: ``int64[B]``."""
-        choice, _ = self._select(afterstates, self._check_ply(ply), need_values=False)
+        choice, _ = self._select(afterstates, self.check_ply(ply), need_values=False)
         return choice
 
     def hint(self, board: torch.Tensor, dice: torch.Tensor, ply: int = 0, limit: int | None = None,
@@ -198,7 +194,7 @@ class Evaluator:
         board = _check_board(board)
         dice = torch.as_tensor(dice, device=board.device).reshape(-1, 2)
         afterstates = legal_afterstates(board, dice, self.rules)
-        outcomes, plies = self._candidates(afterstates, self._check_ply(ply))
+        outcomes, plies = self._candidates(afterstates, self.check_ply(ply))
         # The same float32 equities as the move choice, so that both rank (and break ties) alike.
         equity = cubeless_equity(outcomes, self.rules).tolist()
         outcomes, plies = outcomes.tolist(), plies.tolist()
@@ -332,7 +328,7 @@ class SearchAgent:
 
     def __init__(self, evaluator: Evaluator, ply: int, name: str | None = None) -> None:
         self.evaluator = evaluator
-        self.ply = evaluator._check_ply(ply)
+        self.ply = evaluator.check_ply(ply)
         self.name = name or f"{ply}-ply"
 
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:
@@ -350,11 +346,19 @@ def _check_board(board: torch.Tensor) -> torch.Tensor:
 MAX_PLY = 4
 
 
-def _check_ply(ply: int) -> int:
-    if not isinstance(ply, int) or ply < 0:
+def check_ply(ply: int, rules: Rules | None = None) -> int:
+    """``ply`` when the evaluator can search that deep (0 to ``MAX_PLY``; each ply costs about 20 times
+    the one before), for ``rules`` when given; else a ValueError saying why. The one check of a depth,
+    made before anything is loaded by the commands, agents and labellers."""
+    if isinstance(ply, bool) or not isinstance(ply, int) or ply < 0:
         raise ValueError(f"ply must be a non-negative integer, not {ply!r}")
     if ply > MAX_PLY:
-        raise ValueError(f"ply {ply} is deeper than this evaluator searches (at most {MAX_PLY})")
+        raise ValueError(f"{ply}-ply is deeper than the evaluator searches (0 to {MAX_PLY}; each ply costs "
+                         "about 20 times the one before)")
+    if ply and rules is not None and rules.acey_deucey:
+        # The search averages over the opponent's rolls after every play; an acey-deucey play that
+        # earns an extra roll is followed by the same side's roll instead.
+        raise ValueError(f"multi-ply search does not model {rules.name}'s extra rolls; use ply 0")
     return ply
 
 

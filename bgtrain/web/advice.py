@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import torch
 
-from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, cube_decision, is_double
-from bgtrain.cube.efficiency import cube_efficiency
+from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, is_double
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
+from bgtrain.values.cube_action import cube_action
 from bgtrain.values.evaluator import Evaluator
 from engine.movegen import legal_afterstates
 
@@ -61,7 +61,7 @@ def cube_advice(evaluator: Evaluator, board, view: CubeView, ply: int) -> dict:
     """The cube decision of the side to move before its roll: the three equities, the proper action,
     the doubled side's proper answer and the cost of each wrong choice (all plain floats)."""
     probabilities = evaluator.probabilities(_board(board), ply)
-    decision = cube_decision(probabilities.double(), view.cube, view.game, cube_efficiency(_board(board)))
+    decision, _ = cube_action(probabilities, _board(board), view.cube, view.game, evaluator.two_sided, evaluator.rules)
 
     def number(tensor) -> float | None:
         value = float(tensor[0])

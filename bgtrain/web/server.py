@@ -40,7 +40,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from bgtrain.matfile import MONEY_NOTE, format_match
+from bgtrain.matfile import JACOBY_NOTE, format_match
 from bgtrain.web.game import Refused, Session
 from bgtrain.web.record import mat_match
 from bgtrain.web.view import session_view
@@ -148,11 +148,8 @@ def create_app(session: Session, model: str = "", clock_task: bool = True) -> St
                               session.rules)
         except ValueError as error:
             return PlainTextResponse(str(error), status_code=409)
-        text = format_match(match)
-        if session.settings.jacoby:
-            # matfile's note is for bgtrain's cubeless benchmark games; these follow the Jacoby rule,
-            # as GNU Backgammon does by default.
-            text = text.replace(MONEY_NOTE, "; bgtrain play: money games under the Jacoby rule.\n")
+        # Games played here follow the Jacoby rule unless it was turned off, as GNU Backgammon's do by default.
+        text = format_match(match, JACOBY_NOTE if session.settings.jacoby else None)
         return Response(text, media_type="text/plain",
                         headers={"Content-Disposition": 'attachment; filename="bgtrain-game.mat"'})
 
