@@ -1,9 +1,19 @@
 """bgtrain: training, evaluating, benchmarking and exporting backgammon bots on the ``engine`` package.
 
-The main story is flat: ``outcomes`` (what the network predicts), ``encoding`` (its inputs),
-``network``, ``checkpoint``, ``config``, ``train`` (TD(lambda) self-play), ``evaluator`` (any-ply
-evaluation), ``bearoff`` and ``bearoff_two_sided`` (exact bear-offs) and ``cli``. The rest sits in
-rooms: ``cube`` (the doubling cube), ``arena`` (agents, duels, leagues, records), ``export`` (model
-files for other programs) and ``commands`` (the command line). ``docs/architecture.md`` is the map:
-each file's job and what may import what.
+The hall holds the pieces every room reads: ``outcomes`` (what the network predicts), ``files`` (the one
+atomic writer), ``matfile`` (Jellyfish ``.mat`` records) and ``cli``. The main story is in rooms, from
+the ground up:
+
+* ``model`` (encoders, the network, ensembles, phase models, checkpoints, ``load_model``) and ``cube``
+  (the doubling cube on probabilities alone);
+* ``values`` (the 0-ply valuation, the evaluator's search, the bear-off databases, the cube action) and
+  ``export`` (model files for other programs);
+* ``arena`` (agents, duels, leagues) and ``rollout`` (batched rollouts);
+* ``datasets`` (labelled positions) and ``benchmark`` (the move-error benchmark);
+* ``training`` (TD and supervised training);
+* ``distributed`` (the executor seam and Ray) and ``web`` (``bgtrain play``);
+* ``commands`` (the command line).
+
+A room imports only rooms below it (``tests/test_layering.py`` checks it); ``docs/architecture.md`` is the
+map, with each file's job.
 """

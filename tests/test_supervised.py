@@ -115,3 +115,30 @@ def test_logs_the_benchmark_error_rates(tmp_path, tiny_dataset):
     tags = set(events.Tags()["scalars"])
     assert {"eval/error_rate/contact", "eval/error_rate/crashed", "eval/error_rate/race"} <= tags
     assert events.Scalars("eval/error_rate/contact")[0].value > 0
+
+
+def test_an_epoch_checkpoint_resumes_in_its_own_run_and_overwrite_clears_epochs(tmp_path, tiny_dataset, capsys):
+    """``bgtrain train --resume RUN/checkpoints/epoch_0001.pt`` continues in RUN (not in ``checkpoints/``)
+    to the weights of an uninterrupted run; ``--overwrite`` removes the old run's epoch checkpoints."""
+    from bgtrain.cli import main
+    from bgtrain.training.run_directory import resume_directory
+
+    run = tmp_path / "run"
+    config = config_for(tiny_dataset, run, "supervised.epochs=2", "supervised.batch_size=16")
+    whole = load_model(train(config, progress=False)).model
+    middle = run / "checkpoints" / "epoch_0001.pt"
+    assert resume_directory(middle) == run
+    assert main(["train", "--resume", str(middle), "--no-progress"]) == 0
+    assert not (run / "checkpoints" / "latest.pt").exists() and not (run / "checkpoints" / "checkpoints").exists()
+    resumed = load_model(run / "final.pt").model
+    for name, tensor in whole.state_dict().items():
+        assert torch.equal(tensor, resumed.state_dict()[name]), name
+    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == ["epoch_0001.pt", "epoch_0002.pt"]
+    # A new run over it with --overwrite leaves none of the old run's checkpoints behind.
+    assert main(["train", "--config", "configs/supervised_gen1.toml", "--out", str(run), "--overwrite",
+                 "--no-progress", f"supervised.datasets=['{tiny_dataset}']", "model.encoder=tesauro_plus",
+                 "model.hidden=[32]", "supervised.kinds=['contact','crashed','race','bearoff']",
+                 "supervised.heldout_fraction=0.0", "evaluation.games=2", "supervised.epochs=1",
+                 "supervised.checkpoint_every_epochs=5"]) == 0
+    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == ["epoch_0001.pt"]
+    assert load_model(run / "final.pt").payload["counters"]["epochs"] == 1
