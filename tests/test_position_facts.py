@@ -1,5 +1,5 @@
 """Position facts (``engine.position_facts``) against readable definitions, and the kinds of position
-the cube efficiency depends on (``bgtrain.cube.efficiency.position_kinds``), with the boards drawn."""
+the cube efficiency depends on (``engine.position_kinds.position_kinds``), with the boards drawn."""
 
 from __future__ import annotations
 

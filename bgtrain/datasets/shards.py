@@ -9,7 +9,7 @@ A dataset is a directory::
 A shard holds ``positions: int8[N, 28]`` (``engine.board`` layout, side to move, before its roll),
 ``targets: float32[N, 5]`` (``bgtrain.outcomes`` order), ``standard_errors: float32[N, 5]``,
 ``zero_ply: float32[N, 5]`` (the source model's 0-ply probabilities, for analysis), ``kinds: int8[N]``
-(``bgtrain.cube.efficiency.PositionKind``), plus ``format``, ``format_version`` and ``index``.
+(``engine.position_kinds.PositionKind``), plus ``format``, ``format_version`` and ``index``.
 
 A shard file is written first (temporary file + rename), then the manifest that lists it; a shard
 on disk but not in the manifest is ignored and rewritten, so a generation killed at any moment
