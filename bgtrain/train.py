@@ -56,6 +56,7 @@ from bgtrain.config import Config, config_from_dict, resolve_device, to_toml_tex
 from bgtrain.network import ValueNetwork
 from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outcomes
 from bgtrain.static_value import NetworkValue, StaticValue
+from bgtrain.stop_signals import StopSignals, resume_hint
 from engine.dice import RandomDice
 from engine.game import new_games, play, winning_points
 from engine.movegen import legal_afterstates
@@ -431,12 +432,13 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
     checkpoint's path. A new run, or a resume elsewhere, refuses a directory holding a run unless ``overwrite``."""
     in_place = resume is not None and runs.resume_directory(resume).resolve() == config.run_dir.resolve()
     directory = runs.RunDirectory(config.run_dir).acquire(resuming=in_place, overwrite=overwrite)
+    stop = StopSignals().install()  # Ctrl-C or SIGTERM: latest.pt is written at the next step, then the run stops
     try:
         if config.train.method == "supervised":  # on datasets instead of self-play: bgtrain.supervised
             from bgtrain.supervised import train_supervised
 
             directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
-            return train_supervised(config, directory, resume, progress)
+            return train_supervised(config, directory, resume, progress, stop)
         run_class = Run
         if config.executor.mode != "local":
             from bgtrain.distributed.selfplay import DistributedRun  # self-play actors and this learner
@@ -444,12 +446,14 @@ def train(config: Config, resume: str | Path | None = None, progress: bool = Tru
             run_class = DistributedRun
         run = run_class.resume(resume, config) if resume else run_class(config)
         directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
-        return _train_loop(run, config, directory, progress, resumed=resume is not None)
+        return _train_loop(run, config, directory, progress, resumed=resume is not None, stop=stop)
     finally:
+        stop.restore()
         directory.release()
 
 
-def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress: bool, resumed: bool) -> Path:
+def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress: bool, resumed: bool,
+                stop: StopSignals | None = None) -> Path:
     from tqdm import tqdm
 
     log = runs.TensorBoardLog(directory.path / "tensorboard", *((run.games, run.log_points) if resumed else ()))
@@ -467,6 +471,9 @@ def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress
         metrics = run.step()
         run.train_seconds += time.perf_counter() - started
         bar.update(min(run.games, total) - min(games_before, total))
+        if stop is not None and stop.received is not None:
+            bar.close()
+            stop.stopped(_save_on_signal(run, config, directory, log))
         if metrics:
             for key, value in metrics.items():
                 namespace = "charts" if key in ("learning_rate", "staleness", "weights_version") else "losses"
@@ -475,7 +482,7 @@ def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress
         if now - window_start >= 5.0:
             rate = (run.games - window_games) / (now - window_start)
             log.add_scalar("charts/games_per_second", rate, run.games)
-            bar.set_postfix_str(f"{rate:,.0f} games/s{_strength_text(run.strength)}")
+            bar.set_postfix_str(_strength_text(run.strength).lstrip("; "))  # tqdm shows the rate itself
             window_start, window_games = now, run.games
 
         finished = run.games >= total
@@ -503,6 +510,15 @@ def _train_loop(run: Run, config: Config, directory: runs.RunDirectory, progress
     log.close()
     run.close()
     return save_checkpoint(directory.path / "final.pt", run.payload(with_training_state=False))
+
+
+def _save_on_signal(run: Run, config: Config, directory: runs.RunDirectory, log) -> str:
+    """The full training state after the step just taken, as a checkpoint would write it."""
+    run.log_points = [point for point in log.latest_points() if point[2] == run.games]
+    latest = directory.save(run.payload(), run.games, config.checkpoint.keep_last)
+    log.close()
+    run.close()
+    return resume_hint(latest, f"{run.games:,} games")
 
 
 def _next_multiple(games: int, every: int) -> int:

@@ -57,9 +57,9 @@ def copy_of(reference, tmp_path, name="data"):
 
 def test_a_second_writer_is_refused(tmp_path, evaluator):
     # D63: two generations into one directory both reported success, and one's shards were lost.
-    with directory_lock(tmp_path / "data", DATASET_LOCK, "bgtrain dataset"):
-        with pytest.raises(ValueError, match="in use by another bgtrain dataset process"):
-            generate(tmp_path / "data", evaluator)
+    with (directory_lock(tmp_path / "data", DATASET_LOCK, "bgtrain dataset"),
+          pytest.raises(ValueError, match="in use by another bgtrain dataset process")):
+        generate(tmp_path / "data", evaluator)
     assert not (tmp_path / "data" / "manifest.json").exists()
     assert generate(tmp_path / "data", evaluator)["positions"] == 30  # the lock is gone with its holder
 
