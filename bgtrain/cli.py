@@ -99,9 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         print(f"bgtrain {args.command}: error: out of memory", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"bgtrain {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:  # a run stopped on a signal says what it saved
+        detail = f" ({interrupt})" if str(interrupt) else ""
+        print(f"bgtrain {args.command}: interrupted{detail}", file=sys.stderr)
+        return getattr(interrupt, "exit_status", 130)
 
 
 if __name__ == "__main__":

@@ -316,6 +316,9 @@ def _numbered_words(tokens: np.ndarray) -> PlayWords:
     ids[inner] = _SIMPLE_TOKENS + complex_numbers.reshape(-1)
     present = np.zeros(_SIMPLE_TOKENS + len(complex_values), dtype=bool)
     present[ids] = True
+    # Number 0 is "no word" even where every row fills every slot (two checkers entering from the hand,
+    # say): without it the first word would take number 0 and be written as nothing.
+    present[0] = True
     used = np.flatnonzero(present)
     simple_used = used[used < _SIMPLE_TOKENS]
     values = [*((simple_used >> 4 << _TOKEN_TAIL_BITS | simple_used & 15).tolist()), *complex_values.tolist()]

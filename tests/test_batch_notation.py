@@ -85,3 +85,44 @@ def test_play_words_write_their_strings_as_bytes_and_sort_as_them(variant):
     assert texts == [strings[row] for row in order]
     by_words = sorted(range(len(strings)), key=lambda row: tuple(words.words[:, row].tolist()))
     assert [strings[row] for row in by_words] == sorted(strings)
+
+
+HAND_VARIANTS = [name for name in VARIANTS if get_rules(name).start_in_hand]
+
+
+def _written(words, rows: int) -> list[str]:
+    """The strings ``PlayWords.fields`` writes (what ``bgtrain moves`` prints), NUL padding removed."""
+    blocks = words.fields(np.arange(rows))
+    if not blocks:
+        return [NO_MOVE] * rows
+    joined = np.concatenate(blocks, axis=1)
+    return [row.tobytes().replace(b"\0", b"").decode("ascii") for row in joined]
+
+
+@pytest.mark.parametrize("variant", HAND_VARIANTS)
+def test_written_notation_equals_the_scalar_one_with_checkers_in_hand(variant):
+    # One position a call, as ``bgtrain moves`` answers a lone line: where every play of the batch fills
+    # every word slot (both checkers entering from the hand), the words were written one short. Positions
+    # from whole random games, those with checkers in hand first, plus the start.
+    rules = get_rules(variant)
+    board, dice = sample_positions(120, seed=41, rules=rules, games=8, turns=120)
+    in_hand = board[:, 26] > 0
+    assert in_hand.any() and (~in_hand).any()
+    start = rules.start_board().unsqueeze(0)
+    chosen = [(start, torch.tensor([[3, 1]], dtype=torch.int8))]
+    chosen += [(board[row : row + 1], dice[row : row + 1]) for row in torch.nonzero(in_hand).flatten()[:6].tolist()]
+    chosen += [(board[row : row + 1], dice[row : row + 1]) for row in torch.nonzero(~in_hand).flatten()[:2].tolist()]
+    for one_board, one_dice in chosen:
+        afterstates = legal_afterstates(one_board, one_dice, rules)
+        words = play_words(one_board, one_dice, afterstates, rules)
+        expected = scalar_play_notations(one_board, one_dice, afterstates, rules)
+        assert words.texts[0] == ""
+        assert _written(words, afterstates.total) == expected, (one_board.tolist(), one_dice.tolist())
+        assert words.strings() == expected
+
+
+def test_moves_writes_both_entering_checkers():
+    from bgtrain.commands.moves import RequestBatch, answer_batch
+
+    line = answer_batch(RequestBatch(["AAAAAAAAAAAAAA"], [(3, 1)], [(15, 15)], ["line 1"]), get_rules("dutch"))
+    assert '"play": "bar/24 bar/22"' in line

@@ -16,6 +16,7 @@ FLOORS = {
     "engine": 0,
     "bgtrain.outcomes": 1,
     "bgtrain.files": 1,
+    "bgtrain.directory_lock": 1,
     "bgtrain.model": 2,
     "bgtrain.cube": 2,
     "bgtrain.matfile": 2,

@@ -118,6 +118,4 @@ def test_training_from_a_python_script(tmp_path, capsys):
     assert payload["counters"]["games"] >= 128 and payload["config"]["model"]["hidden"] == [40]
     assert "from_python vs pubeval" in out and "20 games" in out
     if export:
-        from bgtrain.export import load_model
-
         assert load_model(final.with_suffix(".onnx")).model.model_args() == payload["model"]

@@ -3,6 +3,8 @@ TD checkpoint, and runs from the command line."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from helpers import compile_mode, random_boards
@@ -142,3 +144,16 @@ def test_an_epoch_checkpoint_resumes_in_its_own_run_and_overwrite_clears_epochs(
                  "supervised.checkpoint_every_epochs=5"]) == 0
     assert sorted(path.name for path in (run / "checkpoints").iterdir()) == ["epoch_0001.pt"]
     assert load_model(run / "final.pt").payload["counters"]["epochs"] == 1
+
+
+def test_heldout_fraction_is_bounded_and_zero_records_no_heldout_loss(tmp_path, tiny_dataset):
+    # S7: 0 recorded a NaN held-out loss; S9: 0.999 ended in a ZeroDivisionError traceback.
+    final = train(config_for(tiny_dataset, tmp_path / "none", "supervised.epochs=1"), progress=False)
+    assert "heldout_loss" not in torch.load(final, weights_only=False)["strength"]
+    for fraction in ("0.999", "0.6", "-0.1", "nan"):
+        with pytest.raises(ValueError, match=r"heldout_fraction = .*: must be in \[0, 0.5\]"):
+            config_for(tiny_dataset, tmp_path / "x", f"supervised.heldout_fraction={fraction}")
+    final = train(config_for(tiny_dataset, tmp_path / "half", "supervised.epochs=1", "supervised.heldout_fraction=0.5"),
+                  progress=False)
+    held = torch.load(final, weights_only=False)["strength"]["heldout_loss"]
+    assert math.isfinite(held) and held > 0

@@ -5,7 +5,7 @@
                              [--select-ply P] [--select-threshold X] [--keep-agreeing F]
                              [--kinds race]
                              [--executor process|ray [--address A] [--workers N]]
-    bgtrain dataset relabel SOURCE --out DIR --model M [--labeller ply:1] [--kinds crashed]
+    bgtrain dataset relabel SOURCE --out DIR [--model M] [--labeller ply:1] [--kinds crashed]
     bgtrain dataset info DIR [--json]
 
 ``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
@@ -15,6 +15,10 @@ evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard 
 positions. ``--kinds race`` (or ``contact,crashed``) takes only positions of those kinds, for a
 network of one phase. Rerun the same command after a kill: complete shards are kept, the rest are written, and
 the result is the same as an uninterrupted run's.
+
+Both take their teacher from ``--model``, by default ``checkpoints/bgtrain-plus.pt`` for both. One process
+at a time writes a dataset directory (``dataset.lock``); a rerun checks each listed shard against the
+size and sha256 its manifest records and writes a damaged or missing one again, as ``info`` checks them.
 
 ``relabel`` labels the positions of an existing dataset again (those of ``--kinds``, all by default)
 with another model or labeller, shard for shard (``bgtrain.datasets.relabel``): a stronger teacher for
@@ -30,17 +34,24 @@ from __future__ import annotations
 import argparse
 import json
 
+from bgtrain.commands import add_device, add_seed, add_threads, apply_threads
 from bgtrain.distributed.executor import add_executor_arguments, executor_from_args
+
+# One teacher by default for generate and relabel: the model that played and labelled the positions of
+# every shipped dataset. Name a stronger one with --model (the shipped crashed relabels used
+# checkpoints/bgtrain-supervised-fast.pt, generation 7; see checkpoints/README.md).
+DEFAULT_TEACHER = "checkpoints/bgtrain-plus.pt"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     generate = actions.add_parser("generate", help="generate and label a dataset")
-    generate.add_argument("--model", default="checkpoints/bgtrain-plus.pt", help="model that plays and labels")
+    generate.add_argument("--model", default=DEFAULT_TEACHER,
+                          help=f"model that plays and labels (default {DEFAULT_TEACHER})")
     generate.add_argument("--out", required=True, help="dataset directory")
     generate.add_argument("--positions", type=int, required=True)
     generate.add_argument("--shard-size", type=int, default=10_000)
-    generate.add_argument("--seed", type=int, default=0)
+    add_seed(generate)
     generate.add_argument("--labeller", default="ply:1", help="ply:N or rollout:TRIALS[:truncate=K]")
     generate.add_argument("--games", type=int, default=512, help="self-play games in lock step")
     generate.add_argument("--epsilon", type=float, default=0.05, help="probability of a random play")
@@ -51,19 +62,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--keep-agreeing", type=float, default=0.25)
     generate.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
                           help="take only positions of these kinds (contact, crashed, race); default: all")
-    generate.add_argument("--device", default="cpu")
-    generate.add_argument("--threads", type=int, help="CPU threads for torch")
+    add_device(generate)
+    add_threads(generate)
     generate.add_argument("--no-progress", action="store_true")
     add_executor_arguments(generate, work_dir=False)
     relabel = actions.add_parser("relabel", help="label an existing dataset's positions again")
     relabel.add_argument("source", help="the dataset whose positions are labelled")
     relabel.add_argument("--out", required=True, help="directory of the new dataset")
-    relabel.add_argument("--model", default="checkpoints/bgtrain-supervised.pt", help="model that labels")
+    relabel.add_argument("--model", default=DEFAULT_TEACHER,
+                         help=f"model that labels (default {DEFAULT_TEACHER}, as for generate)")
     relabel.add_argument("--labeller", default="ply:1", help="ply:N or rollout:TRIALS[:truncate=K]")
     relabel.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
                          help="keep only positions of these kinds (contact, crashed, race); default: all")
-    relabel.add_argument("--device", default="cpu")
-    relabel.add_argument("--threads", type=int, help="CPU threads for torch")
+    add_device(relabel)
+    add_threads(relabel)
     relabel.add_argument("--no-progress", action="store_true")
     info = actions.add_parser("info", help="summarise a dataset")
     info.add_argument("directory")
@@ -71,12 +83,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
 
     from bgtrain.datasets import read_manifest
+    from bgtrain.datasets.shards import verify_shards
 
     if args.action == "info":
         manifest = read_manifest(args.directory)
+        verify_shards(args.directory, manifest)  # what the manifest claims: each shard's size and sha256
         if args.json:
             print(json.dumps(manifest, indent=1, sort_keys=True))
             return 0
@@ -97,8 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from bgtrain.datasets.labellers import PlyLabeller, labeller_from_spec
     from bgtrain.values.evaluator import Evaluator
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_threads(args)
     if args.action == "relabel":
         from bgtrain.datasets.relabel import relabel_dataset
 

@@ -82,15 +82,17 @@ def train(config, resume: str | Path | None = None, progress: bool = True, argv:
 
     from bgtrain.training import run_directory as runs
     from bgtrain.training.config import to_toml_text
+    from bgtrain.training.stop_signals import StopSignals
 
     in_place = resume is not None and runs.resume_directory(resume).resolve() == config.run_dir.resolve()
     directory = runs.RunDirectory(config.run_dir).acquire(resuming=in_place, overwrite=overwrite)
+    stop = StopSignals().install()  # Ctrl-C or SIGTERM: latest.pt is written at the next step, then the run stops
     try:
         if config.train.method == "supervised":  # on datasets instead of self-play
             from bgtrain.training.supervised import train_supervised
 
             directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
-            return train_supervised(config, directory, resume, progress)
+            return train_supervised(config, directory, resume, progress, stop)
         from bgtrain.training.td import Run, train_td
 
         run_class = Run
@@ -100,8 +102,9 @@ def train(config, resume: str | Path | None = None, progress: bool = True, argv:
             run_class = DistributedRun
         run = run_class.resume(resume, config) if resume else run_class(config)
         directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
-        return train_td(run, config, directory, progress, resumed=resume is not None)
+        return train_td(run, config, directory, progress, resumed=resume is not None, stop=stop)
     finally:
+        stop.restore()
         directory.release()
 
 

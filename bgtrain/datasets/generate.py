@@ -36,14 +36,17 @@ import torch
 
 from bgtrain.datasets.labellers import Labeller, PlyLabeller
 from bgtrain.datasets.shards import (
+    DATASET_LOCK,
     FORMAT_VERSION,
     KIND_NAMES,
     MANIFEST,
     MANIFEST_FORMAT,
     read_manifest,
+    shard_problem,
     write_manifest,
     write_shard,
 )
+from bgtrain.directory_lock import directory_lock
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.evaluator import Evaluator
 from engine.dice import RandomDice
@@ -134,28 +137,29 @@ def generate_dataset(
     from tqdm import tqdm
 
     directory = Path(directory)
-    manifest = open_dataset(directory, dataset_header(labeller.describe(), source_model, evaluator.rules.name,
-                                                      settings))
-    done = {shard["index"] for shard in manifest["shards"]}
-    bar = tqdm(total=settings.positions, initial=sum(s["positions"] for s in manifest["shards"]),
-               unit="pos", disable=not progress, dynamic_ncols=True)
-    written = 0
-    for index in range(settings.shards):
-        if index in done:
-            continue
-        if stop_after_shards is not None and written >= stop_after_shards:
-            break
-        started = time.perf_counter()
-        tensors, label_seconds, candidates = generate_shard(evaluator, labeller, settings, index)
-        entry = write_shard(directory, index, tensors)
-        entry.update(candidates=candidates, label_seconds=round(label_seconds, 3),
-                     seconds=round(time.perf_counter() - started, 3))
-        record_shard(directory, manifest, entry)
-        written += 1
-        bar.update(entry["positions"])
-        bar.set_postfix_str(f"{entry['positions'] / max(label_seconds, 1e-9):,.0f} labels/s")
-    bar.close()
-    return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
+    with dataset_lock(directory):
+        manifest = open_dataset(directory, dataset_header(labeller.describe(), source_model, evaluator.rules.name,
+                                                          settings))
+        done = {shard["index"] for shard in manifest["shards"]}
+        bar = tqdm(total=settings.positions, initial=sum(s["positions"] for s in manifest["shards"]),
+                   unit="pos", disable=not progress, dynamic_ncols=True)
+        written = 0
+        for index in range(settings.shards):
+            if index in done:
+                continue
+            if stop_after_shards is not None and written >= stop_after_shards:
+                break
+            started = time.perf_counter()
+            tensors, label_seconds, candidates = generate_shard(evaluator, labeller, settings, index)
+            entry = write_shard(directory, index, tensors)
+            entry.update(candidates=candidates, label_seconds=round(label_seconds, 3),
+                         seconds=round(time.perf_counter() - started, 3))
+            record_shard(directory, manifest, entry)
+            written += 1
+            bar.update(entry["positions"])
+            bar.set_postfix_str(f"{entry['positions'] / max(label_seconds, 1e-9):,.0f} labels/s")
+        bar.close()
+        return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
 
 
 def dataset_header(labeller: dict[str, Any], source_model: str, rules: str, settings: GenerationSettings
@@ -193,7 +197,28 @@ def open_dataset(directory: Path, header: dict[str, Any]) -> dict[str, Any]:
                 raise ValueError(f"{directory} holds a dataset made with another {key} "
                                  f"({existing.get(key)!r}); choose a new directory")
         manifest["shards"] = existing["shards"]
+        # A listed shard is kept only if its file is what the manifest recorded (a truncated or deleted
+        # shard is written again, as a shard that was never listed is).
+        problems = {shard["index"]: problem for shard in manifest["shards"]
+                    if (problem := shard_problem(directory, shard)) is not None}
+        drop_entries(directory, manifest, {index: f"damaged ({problem})" for index, problem in problems.items()})
     return manifest
+
+
+def dataset_lock(directory: Path):
+    """Hold the dataset directory for this process (``bgtrain.directory_lock``): a second generation or
+    relabelling into it is refused, since its shards would overwrite or mix with this one's."""
+    return directory_lock(directory, DATASET_LOCK, "bgtrain dataset")
+
+
+def drop_entries(directory: Path, manifest: dict[str, Any], problems: dict[int, str]) -> None:
+    """Take the shards ``problems`` names (index -> why) out of ``manifest``, saying so on standard error:
+    the run writes them again."""
+    import sys
+
+    for index, problem in sorted(problems.items()):
+        print(f"dataset {directory}: listed shard {index} is {problem}; it is written again", file=sys.stderr)
+    manifest["shards"] = [shard for shard in manifest["shards"] if shard["index"] not in problems]
 
 
 def record_shard(directory: Path, manifest: dict[str, Any], entry: dict[str, Any]) -> None:

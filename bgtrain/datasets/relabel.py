@@ -10,7 +10,8 @@ new dataset from shard k of the source, in the same order.
 The new manifest (``bgtrain.datasets.shards``, the same format) names the new labeller, keeps the
 source's ``source_model``, ``rules`` and ``settings`` (how the positions were found), and adds
 ``relabelled``: the source directory, its labeller, the kinds kept. Each shard's entry records the
-sha256 of the source shard it came from (``source_sha256``). The shards' ``zero_ply`` are the new
+sha256 of the source shard it came from (``source_sha256``); a resumed run relabels again a shard whose
+source shard has changed since. The shards' ``zero_ply`` are the new
 labeller's model at 0-ply (what its labels correct). As for generation, a shard is written atomically
 before the manifest lists it, so a killed run, rerun with the same command, keeps its complete shards
 and writes the rest: the result is the same as an uninterrupted run's (labels depend only on the
@@ -26,7 +27,14 @@ from typing import Any
 
 import torch
 
-from bgtrain.datasets.generate import CANDIDATE_CHUNK, kind_codes, open_dataset, record_shard
+from bgtrain.datasets.generate import (
+    CANDIDATE_CHUNK,
+    dataset_lock,
+    drop_entries,
+    kind_codes,
+    open_dataset,
+    record_shard,
+)
 from bgtrain.datasets.labellers import Labeller
 from bgtrain.datasets.shards import (
     FORMAT_VERSION,
@@ -72,35 +80,46 @@ def relabel_dataset(
         "relabelled": {"from": str(source), "labeller": origin["labeller"], "kinds": list(kinds),
                        "source_shards": [entry["index"] for entry in shards]},
     }
-    manifest = open_dataset(directory, header)
-    done = {entry["index"] for entry in manifest["shards"]}
-    total = sum(_kept(entry, kinds) for entry in shards)
-    bar = tqdm(total=total, initial=sum(entry["positions"] for entry in manifest["shards"]), unit="pos",
-               disable=not progress, dynamic_ncols=True)
-    written = 0
-    for entry in shards:
-        if entry["index"] in done:
-            continue
-        if stop_after_shards is not None and written >= stop_after_shards:
-            break
-        started = time.perf_counter()
-        path = source / entry["file"]
-        tensors = read_shard(path)
-        if wanted is not None:
-            keep = torch.isin(tensors["kinds"].long(), wanted)
-            tensors = {name: values[keep] for name, values in tensors.items()}
-        label_started = time.perf_counter()
-        tensors.update(_labels(tensors["positions"], labeller, bar))
-        label_seconds = time.perf_counter() - label_started
-        new_entry = write_shard(directory, entry["index"], tensors)
-        new_entry.update(candidates=int(entry["positions"]), label_seconds=round(label_seconds, 3),
-                         seconds=round(time.perf_counter() - started, 3),
-                         source_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
-        record_shard(directory, manifest, new_entry)
-        written += 1
-        bar.set_postfix_str(f"{new_entry['positions'] / max(label_seconds, 1e-9):,.0f} labels/s")
-    bar.close()
-    return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
+    with dataset_lock(directory):
+        manifest = open_dataset(directory, header)
+        # A shard relabelled from an earlier version of its source shard is stale: relabelled again.
+        sources = {entry["index"]: entry for entry in shards}
+        drop_entries(directory, manifest, {
+            done["index"]: "stale (made from another version of the source shard)" for done in manifest["shards"]
+            if done.get("source_sha256") != _sha256(source / sources[done["index"]]["file"])})
+        done = {entry["index"] for entry in manifest["shards"]}
+        total = sum(_kept(entry, kinds) for entry in shards)
+        bar = tqdm(total=total, initial=sum(entry["positions"] for entry in manifest["shards"]), unit="pos",
+                   disable=not progress, dynamic_ncols=True)
+        written = 0
+        for entry in shards:
+            if entry["index"] in done:
+                continue
+            if stop_after_shards is not None and written >= stop_after_shards:
+                break
+            started = time.perf_counter()
+            path = source / entry["file"]
+            tensors = read_shard(path, entry)
+            if wanted is not None:
+                keep = torch.isin(tensors["kinds"].long(), wanted)
+                tensors = {name: values[keep] for name, values in tensors.items()}
+            label_started = time.perf_counter()
+            tensors.update(_labels(tensors["positions"], labeller, bar))
+            label_seconds = time.perf_counter() - label_started
+            new_entry = write_shard(directory, entry["index"], tensors)
+            new_entry.update(candidates=int(entry["positions"]), label_seconds=round(label_seconds, 3),
+                             seconds=round(time.perf_counter() - started, 3),
+                             source_sha256=_sha256(path))
+            record_shard(directory, manifest, new_entry)
+            written += 1
+            bar.set_postfix_str(f"{new_entry['positions'] / max(label_seconds, 1e-9):,.0f} labels/s")
+        bar.close()
+        return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
+
+
+def _sha256(path: Path) -> str | None:
+    """The sha256 of the file at ``path``, None when it is missing."""
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def _kept(entry: dict[str, Any], kinds: tuple[str, ...]) -> int:

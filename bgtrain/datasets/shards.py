@@ -13,13 +13,18 @@ A shard holds ``positions: int8[N, 28]`` (``engine.board`` layout, side to move,
 
 A shard file is written first (temporary file + rename), then the manifest that lists it; a shard
 on disk but not in the manifest is ignored and rewritten, so a generation killed at any moment
-loses at most the shard it was writing.
+loses at most the shard it was writing. Each manifest entry records its file's size (``bytes``) and
+``sha256``; a resumed run, ``bgtrain dataset info`` and training's first read check them
+(``shard_problem``), and every read checks the tensors' names, dtypes and shapes and that the labels are
+probabilities (``read_shard``), so a damaged shard is named in one line, never trusted.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,8 +38,14 @@ SHARD_FORMAT = "bgtrain-dataset-shard"
 MANIFEST_FORMAT = "bgtrain-dataset"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+DATASET_LOCK = "dataset.lock"  # held by the process writing the dataset (bgtrain.directory_lock)
 SHARD_FIELDS = ("positions", "targets", "standard_errors", "zero_ply", "kinds")
 KIND_NAMES = {int(kind): kind.name.lower() for kind in PositionKind}
+# Each field's dtype and its shape after the row count N.
+SHARD_LAYOUT = {"positions": (torch.int8, (28,)), "targets": (torch.float32, (5,)),
+                "standard_errors": (torch.float32, (5,)), "zero_ply": (torch.float32, (5,)), "kinds": (torch.int8, ())}
+# How far a label may stray outside [0, 1]: averages over rolls round by about 1e-7; more is corrupt data.
+LABEL_TOLERANCE = 1e-4
 
 
 def shard_name(index: int) -> str:
@@ -53,27 +64,92 @@ def shard_bytes(index: int, tensors: dict[str, torch.Tensor]) -> bytes:
     return buffer.getvalue()
 
 
-def shard_entry(index: int, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
-    """Shard ``index``'s manifest entry: its file, positions and counts of each kind."""
+def shard_entry(index: int, tensors: dict[str, torch.Tensor], data: bytes) -> dict[str, Any]:
+    """Shard ``index``'s manifest entry: its file, its size and sha256 (of ``data``, the file's bytes),
+    positions and counts of each kind."""
     kinds = torch.bincount(tensors["kinds"].long(), minlength=len(KIND_NAMES)).tolist()
     return {"index": index, "file": shard_name(index), "positions": int(tensors["positions"].shape[0]),
-            "kinds": {KIND_NAMES[k]: count for k, count in enumerate(kinds) if count}}
+            "kinds": {KIND_NAMES[k]: count for k, count in enumerate(kinds) if count},
+            "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def write_shard(directory: Path, index: int, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
     """Write shard ``index`` atomically; returns its manifest entry."""
-    atomic_write(directory / shard_name(index), shard_bytes(index, tensors))
-    return shard_entry(index, tensors)
+    data = shard_bytes(index, tensors)
+    atomic_write(directory / shard_name(index), data)
+    return shard_entry(index, tensors, data)
 
 
-def read_shard(path: Path) -> dict[str, torch.Tensor]:
-    payload = torch.load(path, map_location="cpu", weights_only=True)
+def shard_problem(directory: Path, entry: dict[str, Any], data: bytes | None = None) -> str | None:
+    """Why the file a manifest entry lists does not hold what the entry records (missing, another size,
+    another sha256), or None. ``data``: the file's bytes when already read. Entries written before sizes
+    and hashes were recorded are checked for the file alone."""
+    path = Path(directory) / entry["file"]
+    if data is None:
+        if not path.is_file():
+            return "missing"
+        size = path.stat().st_size
+    else:
+        size = len(data)
+    if "bytes" in entry and size != entry["bytes"]:
+        return f"{size:,} bytes where the manifest lists {entry['bytes']:,}"
+    if "sha256" in entry:
+        digest = hashlib.sha256(path.read_bytes() if data is None else data).hexdigest()
+        if digest != entry["sha256"]:
+            return "its sha256 is not the one the manifest lists"
+    return None
+
+
+def verify_shards(directory: str | Path, manifest: dict[str, Any]) -> None:
+    """A ValueError naming the first listed shard of ``directory`` that is not what its entry records."""
+    damaged = [(entry, problem) for entry in manifest["shards"]
+               if (problem := shard_problem(Path(directory), entry)) is not None]
+    if damaged:
+        entry, problem = damaged[0]
+        more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+        raise ValueError(f"{Path(directory) / entry['file']} is damaged: {problem}{more}; rerun the command that "
+                         "made the dataset to write it again")
+
+
+def read_shard(path: Path, entry: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
+    """A shard's tensors, checked: the file against its manifest ``entry`` when given (size, sha256), then
+    the tensors' names, dtypes and shapes, and labels that are probabilities. Every problem is a
+    ValueError naming the file (and the row of a bad label)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: the dataset lists this shard but it is missing") from None
+    if entry is not None and (problem := shard_problem(path.parent, entry, data)) is not None:
+        raise ValueError(f"{path} is damaged: {problem}; rerun the command that made the dataset to write it again")
+    try:
+        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise ValueError(f"{path} is not a bgtrain dataset shard: it holds objects other than tensors") from None
+    except Exception as error:  # noqa: BLE001 -- torch raises many types for a truncated or foreign file
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:100]
+        raise ValueError(f"{path} is not a readable dataset shard (damaged or truncated: {first_line})") from None
     if not isinstance(payload, dict) or payload.get("format") != SHARD_FORMAT:
         raise ValueError(f"{path} is not a bgtrain dataset shard")
     if payload.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path} has shard format version {payload.get('format_version')}, "
                          f"this bgtrain reads {FORMAT_VERSION}")
-    return {name: payload[name] for name in SHARD_FIELDS}
+    tensors = {name: payload.get(name) for name in SHARD_FIELDS}
+    rows = tensors["positions"].shape[0] if isinstance(tensors["positions"], torch.Tensor) else 0
+    for name, (dtype, shape) in SHARD_LAYOUT.items():
+        value = tensors[name]
+        if not isinstance(value, torch.Tensor) or value.dtype != dtype or tuple(value.shape) != (rows, *shape):
+            described = (f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+                         if isinstance(value, torch.Tensor) else type(value).__name__)
+            wanted = f"{str(dtype).removeprefix('torch.')}{[rows, *shape] if rows else ['N', *shape]}"
+            raise ValueError(f"{path}: '{name}' is {described}, not {wanted}")
+    targets = tensors["targets"]
+    bad = ~torch.isfinite(targets).all(1) | ((targets < -LABEL_TOLERANCE) | (targets > 1 + LABEL_TOLERANCE)).any(1)
+    if bad.any():
+        row = int(torch.nonzero(bad)[0])
+        raise ValueError(f"{path}: row {row} of {rows:,} has the labels {targets[row].tolist()} "
+                         f"({int(bad.sum()):,} bad rows): labels are probabilities, finite and in [0, 1]")
+    return tensors
 
 
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
@@ -144,7 +220,7 @@ def load_datasets(directories) -> Dataset:
             manifest = {**manifest, "shards": shards, "positions": sum(shard["positions"] for shard in shards)}
         manifests.append(manifest)
         for shard in shards:
-            tensors = read_shard(directory / shard["file"])
+            tensors = read_shard(directory / shard["file"], shard)
             for name in SHARD_FIELDS:
                 parts[name].append(tensors[name])
     if not parts["positions"]:

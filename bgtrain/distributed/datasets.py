@@ -27,6 +27,7 @@ import numpy as np
 from bgtrain.datasets.generate import (
     GenerationSettings,
     dataset_header,
+    dataset_lock,
     generate_shard,
     open_dataset,
     record_shard,
@@ -54,8 +55,9 @@ def make_dataset_shard(prepared: dict, task: dict) -> dict:
     index = task["index"]
     tensors, label_seconds, candidates = generate_shard(prepared["evaluator"], prepared["labeller"],
                                                         prepared["settings"], index)
-    data = np.frombuffer(shard_bytes(index, tensors), dtype=np.uint8)
-    entry = shard_entry(index, tensors)
+    serialised = shard_bytes(index, tensors)
+    data = np.frombuffer(serialised, dtype=np.uint8)
+    entry = shard_entry(index, tensors, serialised)
     entry.update(candidates=candidates, label_seconds=round(label_seconds, 3),
                  seconds=round(time.perf_counter() - started, 3))
     return {"shard": data, "entry": entry}
@@ -88,17 +90,18 @@ def generate_dataset_distributed(
     recipe = recipe or model_recipe(model)
     directory = Path(directory)
     header = dataset_header(labeller, source_model, get_rules(recipe["variant"]).name, settings)
-    manifest = open_dataset(directory, header)
-    done = {shard["index"] for shard in manifest["shards"]}
-    todo = [index for index in range(settings.shards) if index not in done][:stop_after_shards]
-    shared = executor.share(dataset_context(recipe, labeller, settings))
-    bar = tqdm(total=settings.positions, initial=sum(s["positions"] for s in manifest["shards"]),
-               unit="pos", disable=not progress, dynamic_ncols=True)
-    for index, result in run_tasks(executor, DATASET_SHARD, shared, [(index, {"index": index}) for index in todo]):
-        entry = dict(result["entry"])
-        atomic_write(directory / shard_name(index), result["shard"].tobytes())
-        record_shard(directory, manifest, entry)
-        bar.update(entry["positions"])
-        bar.set_postfix_str(f"{entry['positions'] / max(entry['label_seconds'], 1e-9):,.0f} labels/s")
-    bar.close()
-    return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
+    with dataset_lock(directory):
+        manifest = open_dataset(directory, header)
+        done = {shard["index"] for shard in manifest["shards"]}
+        todo = [index for index in range(settings.shards) if index not in done][:stop_after_shards]
+        shared = executor.share(dataset_context(recipe, labeller, settings))
+        bar = tqdm(total=settings.positions, initial=sum(s["positions"] for s in manifest["shards"]),
+                   unit="pos", disable=not progress, dynamic_ncols=True)
+        for index, result in run_tasks(executor, DATASET_SHARD, shared, [(index, {"index": index}) for index in todo]):
+            entry = dict(result["entry"])
+            atomic_write(directory / shard_name(index), result["shard"].tobytes())
+            record_shard(directory, manifest, entry)
+            bar.update(entry["positions"])
+            bar.set_postfix_str(f"{entry['positions'] / max(entry['label_seconds'], 1e-9):,.0f} labels/s")
+        bar.close()
+        return read_manifest(directory) if (directory / MANIFEST).exists() else manifest

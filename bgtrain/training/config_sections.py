@@ -190,7 +190,8 @@ class SupervisedConfig:
     loss: str = "bce"
     """"bce" (cross-entropy on each of the five cumulative probabilities) or "mse"."""
     heldout_fraction: float = 0.05
-    """Fraction of the positions held out (a fixed draw under run.seed) for the held-out loss."""
+    """Fraction of the positions held out (a fixed draw under run.seed) for the held-out loss, at most 0.5
+    (most positions train); 0 holds none out and records no held-out loss."""
     init_from: str = ""
     """A checkpoint whose network starts the training (a TD-trained model, say); "" starts from scratch."""
     checkpoint_every_epochs: int = 1
@@ -207,8 +208,9 @@ class SupervisedConfig:
         _positive("supervised", "lr_step_epochs", self.lr_step_epochs)
         _choice("supervised", "loss", self.loss, ("bce", "mse"))
         _positive("supervised", "checkpoint_every_epochs", self.checkpoint_every_epochs)
-        if not 0.0 <= self.heldout_fraction < 1.0:
-            raise ValueError(f"[supervised] heldout_fraction = {self.heldout_fraction}: must be in [0, 1)")
+        if not 0.0 <= self.heldout_fraction <= 0.5:  # NaN fails both comparisons
+            raise ValueError(f"[supervised] heldout_fraction = {self.heldout_fraction}: must be in [0, 0.5] "
+                             "(0 holds out nothing; most positions must train)")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from bgtrain.model.network import ValueNetwork
 from bgtrain.training.config import Config, to_toml_text
 from bgtrain.training.run_directory import RunDirectory, code_version, load_resume_checkpoint
 from bgtrain.training.schedule import loss_function, supervised_learning_rate
+from bgtrain.training.stop_signals import StopSignals, resume_hint
 from bgtrain.training.strength import evaluate_strength, log_strength
 from engine.position_kinds import PositionKind
 from engine.variants import get_rules
@@ -56,6 +57,9 @@ def split_dataset(dataset: Dataset, config: Config) -> tuple[Dataset, Dataset]:
     heldout = round(len(dataset) * config.supervised.heldout_fraction)
     is_heldout = torch.zeros(len(dataset), dtype=torch.bool)
     is_heldout[order[:heldout]] = True
+    if heldout == len(dataset):
+        raise ValueError(f"[supervised] heldout_fraction = {config.supervised.heldout_fraction} holds out all "
+                         f"{len(dataset):,} positions of the kinds {list(config.supervised.kinds)}: none is left to train on")
     return dataset.where(~is_heldout), dataset.where(is_heldout)
 
 
@@ -88,9 +92,10 @@ def heldout_loss(network: ValueNetwork, encoded: torch.Tensor, targets: torch.Te
 
 
 def train_supervised(config: Config, directory: RunDirectory, resume: str | Path | None = None,
-                     progress: bool = True) -> Path:
+                     progress: bool = True, stop: StopSignals | None = None) -> Path:
     """Train (or resume) to ``config.supervised.epochs`` epochs in the run ``directory`` (locked and
-    started by ``bgtrain.commands.train.train``); returns the final checkpoint's path."""
+    started by ``bgtrain.commands.train.train``); returns the final checkpoint's path. On a signal (``stop``) the
+    state after the current minibatch is saved in ``latest.pt``, which resumes inside the epoch."""
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
@@ -107,6 +112,7 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
     counters: dict[str, Any] = {"epochs": 0, "steps": 0, "positions": 0, "train_seconds": 0.0, "games": 0,
                                 "turns": 0, "updates": 0}
     strength: dict[str, Any] = {}
+    within_epoch = None
     if resume:
         payload = load_resume_checkpoint(resume, config)
         network.load_state_dict(network_from_checkpoint(payload, str(resume)).state_dict())
@@ -114,6 +120,7 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
         shuffle.set_state(payload["training"]["shuffle"])
         counters.update(payload["counters"])
         strength.update(payload.get("strength", {}))
+        within_epoch = payload["training"].get("within_epoch")  # saved on a signal, mid-epoch
 
     run_dir = directory.path
     directory.checkpoints.mkdir(parents=True, exist_ok=True)
@@ -121,8 +128,10 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
     if not resume:
         writer.add_text("hyperparameters", "```\n" + to_toml_text(config) + "\n```", 0)
 
-    def payload(with_training_state: bool) -> dict[str, Any]:
+    def payload(with_training_state: bool, within_epoch: dict[str, Any] | None = None) -> dict[str, Any]:
         state = {"optimizer": optimizer.state_dict(), "shuffle": shuffle.get_state()} if with_training_state else None
+        if within_epoch is not None:  # the epoch's order is drawn again from the generator before it
+            state.update(shuffle=within_epoch["shuffle"], within_epoch={k: within_epoch[k] for k in ("start", "total")})
         data = checkpoint_payload(network, config, rules.name, dict(counters), strength, code_version(), state)
         data["datasets"] = [{"path": path, "positions": source["positions"], "labeller": source["labeller"]}
                             for path, source in zip(supervised.datasets, training.sources)]
@@ -141,9 +150,17 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
     while counters["epochs"] < supervised.epochs:
         started = time.perf_counter()
         network.train()
+        epoch_shuffle = shuffle.get_state()
         order = torch.randperm(size, generator=shuffle).to(device)
-        total = 0.0
-        for start in range(0, size, supervised.batch_size):
+        first, total = (0, 0.0) if within_epoch is None else (within_epoch["start"], within_epoch["total"])
+        within_epoch = None
+        for start in range(first, size, supervised.batch_size):
+            if stop is not None and stop.received is not None:
+                bar.close()
+                counters["train_seconds"] += time.perf_counter() - started
+                point = {"shuffle": epoch_shuffle, "start": start, "total": total}
+                latest = save_checkpoint(run_dir / "latest.pt", payload(True, point))
+                stop.stopped(resume_hint(latest, f"epoch {counters['epochs']} + {start:,} of {size:,} positions"))
             for group in optimizer.param_groups:
                 group["lr"] = supervised_learning_rate(config, counters["steps"], steps_per_epoch)
             index = order[start : start + supervised.batch_size]
@@ -159,18 +176,19 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
         epoch = counters["epochs"]
         held_value = heldout_loss(network, held_encoded, held_targets, loss)
         writer.add_scalar("losses/train", total / size, epoch)
-        writer.add_scalar("losses/heldout", held_value, epoch)
+        if held_targets.shape[0]:  # heldout_fraction = 0: no held-out loss to record
+            writer.add_scalar("losses/heldout", held_value, epoch)
+            strength["heldout_loss"] = held_value
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], epoch)
         if config.evaluation.benchmark:  # eval/error_rate/<class>, as TD training logs it
             log_error_rates(writer, network.eval(), rules, epoch, config.evaluation.benchmark_decisions)
-        strength["heldout_loss"] = held_value
         if epoch >= supervised.epochs:
             strength.update(evaluate_strength(network.eval(), config, rules))
             log_strength(writer, strength, epoch)
         if epoch % supervised.checkpoint_every_epochs == 0 or epoch >= supervised.epochs:
             directory.save(payload(True), epoch, config.checkpoint.keep_last, unit="epoch")
         bar.update(1)
-        bar.set_postfix_str(f"train {total / size:.4f} held-out {held_value:.4f}")
+        bar.set_postfix_str(f"train {total / size:.4f}" + (f" held-out {held_value:.4f}" if held_targets.shape[0] else ""))
     bar.close()
     writer.close()
     final = run_dir / "final.pt"

@@ -53,6 +53,7 @@ from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outco
 from bgtrain.training import run_directory as runs
 from bgtrain.training.config import Config, config_from_dict, resolve_device, to_toml_text
 from bgtrain.training.schedule import loss_function, td_learning_rate
+from bgtrain.training.stop_signals import StopSignals, resume_hint
 from bgtrain.training.strength import evaluate_strength, log_strength, strength_text
 from bgtrain.values.static_value import NetworkValue, StaticValue
 from engine.dice import RandomDice
@@ -387,10 +388,12 @@ class Run:
         return run
 
 
-def train_td(run: Run, config: Config, directory: runs.RunDirectory, progress: bool, resumed: bool) -> Path:
+def train_td(run: Run, config: Config, directory: runs.RunDirectory, progress: bool, resumed: bool,
+             stop: StopSignals | None = None) -> Path:
     """Train ``run`` (new, or resumed from a checkpoint) to ``config.train.total_games`` in its run
     ``directory`` (locked and started by the caller, ``bgtrain.commands.train.train``): self-play steps,
-    strength checks, checkpoints; returns the final checkpoint's path."""
+    strength checks, checkpoints; returns the final checkpoint's path. On a signal (``stop``) the state
+    after the current step is saved in ``latest.pt`` and the run stops."""
     from tqdm import tqdm
 
     log = runs.TensorBoardLog(directory.path / "tensorboard", *((run.games, run.log_points) if resumed else ()))
@@ -408,6 +411,9 @@ def train_td(run: Run, config: Config, directory: runs.RunDirectory, progress: b
         metrics = run.step()
         run.train_seconds += time.perf_counter() - started
         bar.update(min(run.games, total) - min(games_before, total))
+        if stop is not None and stop.received is not None:
+            bar.close()
+            stop.stopped(_save_on_signal(run, config, directory, log))
         if metrics:
             for key, value in metrics.items():
                 namespace = "charts" if key in ("learning_rate", "staleness", "weights_version") else "losses"
@@ -416,7 +422,7 @@ def train_td(run: Run, config: Config, directory: runs.RunDirectory, progress: b
         if now - window_start >= 5.0:
             rate = (run.games - window_games) / (now - window_start)
             log.add_scalar("charts/games_per_second", rate, run.games)
-            bar.set_postfix_str(f"{rate:,.0f} games/s{strength_text(run.strength)}")
+            bar.set_postfix_str(strength_text(run.strength).lstrip("; "))  # tqdm shows the rate itself
             window_start, window_games = now, run.games
 
         finished = run.games >= total
@@ -444,6 +450,15 @@ def train_td(run: Run, config: Config, directory: runs.RunDirectory, progress: b
     log.close()
     run.close()
     return save_checkpoint(directory.path / "final.pt", run.payload(with_training_state=False))
+
+
+def _save_on_signal(run: Run, config: Config, directory: runs.RunDirectory, log) -> str:
+    """The full training state after the step just taken, as a checkpoint would write it."""
+    run.log_points = [point for point in log.latest_points() if point[2] == run.games]
+    latest = directory.save(run.payload(), run.games, config.checkpoint.keep_last)
+    log.close()
+    run.close()
+    return resume_hint(latest, f"{run.games:,} games")
 
 
 def _next_multiple(games: int, every: int) -> int:
