@@ -111,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
 
     model, session, resumed = build_session(args)
     app = create_app(session, model=model.stem)
-    config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")
+    # Requests are a few hundred bytes (bgtrain.web.server.MAX_REQUEST_CHARACTERS): a larger frame is
+    # closed by uvicorn before it is read into memory.
+    config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning", ws_max_size=65536)
     server = uvicorn.Server(config)
 
     def announce() -> None:

@@ -191,7 +191,7 @@ class Session:
 
     def change_settings(self, **changes) -> list[dict]:
         """Settings the person may change during play: tutor, forced moves, clock."""
-        allowed = {"tutor", "tutor_threshold", "auto_play_forced", "clock_seconds", "clock_action"}
+        allowed = {"tutor", "tutor_threshold", "auto_play_forced", "clock_seconds", "clock_action", "clock_cube"}
         unknown = set(changes) - allowed
         if unknown:
             raise Refused(f"cannot change {', '.join(sorted(unknown))} during play")
@@ -199,7 +199,7 @@ class Session:
             self.settings = replace(self.settings, **changes)
         except (TypeError, ValueError) as error:
             raise Refused(str(error)) from None
-        if "clock_seconds" in changes:
+        if "clock_seconds" in changes or "clock_cube" in changes:
             self._arm_clock()
         return self._done([])
 
@@ -328,6 +328,9 @@ class Session:
         self.node, self.history, self.dice, self.deadline = None, [], None, None
         points = int(winning_points(torch.tensor([after], dtype=torch.int8), self.rules)[0])
         if points:
+            # The final position is stored before the game ends: the page and the saved session show
+            # the board after the winning play, from the winner's side of the table (turn = seat).
+            self.board = after
             winner = seat if points > 0 else 1 - seat
             value = abs(points)
             if self._jacoby_centred() and self.rules.scoring == "standard":
@@ -478,8 +481,11 @@ class Session:
         self.events.append(event)
 
     def _arm_clock(self) -> None:
+        """A fresh clock period for the person's decision now: checker plays always, cube decisions
+        (roll or double, take or pass) only with ``clock_cube``."""
         seconds = self.settings.clock_seconds
-        self.deadline = None if seconds is None or self.phase not in LIVE_PHASES else self.clock() + seconds
+        timed = self.phase == "move" or (self.phase in LIVE_PHASES and self.settings.clock_cube)
+        self.deadline = None if seconds is None or not timed else self.clock() + seconds
 
     def _done(self, events: list[dict]) -> list[dict]:
         self.save()

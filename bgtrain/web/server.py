@@ -21,7 +21,10 @@ action                fields
 
 The server answers ``{"type": "update", "events": [...], "state": {...}}`` (every connected page
 gets the update), ``{"type": "hint", "hint": {...}}``, or ``{"type": "refused", "message": "..."}``
-for a request the rules or the state do not allow (nothing changes). Before every request, and every
+for a request the rules or the state do not allow (nothing changes), in one plain sentence: also for a
+frame that is not a JSON object, longer than ``MAX_REQUEST_CHARACTERS`` or nested too deeply, and for
+a setting out of its type or range (``bgtrain.web.settings``). Only the server's own page may connect:
+another ``Origin`` or ``Host`` is refused (``bgtrain.web.guard``). Before every request, and every
 quarter second, the clock is checked (``Session.tick``), so a page that waits past zero sees the
 setting applied.
 """
@@ -35,6 +38,7 @@ import logging
 from importlib import resources
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
@@ -42,11 +46,16 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from bgtrain.arena.matfile import MONEY_NOTE, format_match
 from bgtrain.web.game import Refused, Session
+from bgtrain.web.guard import OwnPageOnly
 from bgtrain.web.record import mat_match
+from bgtrain.web.settings import shown
 from bgtrain.web.view import session_view
 
 STATIC = resources.files("bgtrain.web") / "static"
 TICK_SECONDS = 0.25
+# The longest request the page sends is a settings change of a few dozen characters; a position to
+# start from (an XGID) is under a hundred.
+MAX_REQUEST_CHARACTERS = 4096
 
 
 class GameServer:
@@ -127,10 +136,33 @@ class GameServer:
                 await self.broadcast({"type": "update", "events": events, "state": self.state()})
 
 
+def read_request(frame: dict) -> tuple[object, str | None]:
+    """A WebSocket frame as a request: (the parsed JSON, None), or (None, why it is refused). Text
+    only, at most ``MAX_REQUEST_CHARACTERS``, no ``NaN``/``Infinity`` literals, and nesting a parser
+    can follow: a hostile frame gets a plain answer and the connection stays open."""
+    text = frame.get("text")
+    if text is None:
+        return None, "a request is a JSON object sent as text, not binary data"
+    if len(text) > MAX_REQUEST_CHARACTERS:
+        return None, f"a request is at most {MAX_REQUEST_CHARACTERS:,} characters, not {len(text):,}"
+    try:
+        return json.loads(text, parse_constant=_refuse_constant), None
+    except RecursionError:
+        return None, "a request is a flat JSON object; this one is nested too deeply to read"
+    except ValueError as error:
+        return None, f"a request must be a JSON object ({str(error)[:80]})"
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number a request may hold")
+
+
 def _integer(message: dict, name: str) -> int:
     value = message.get(name)
-    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).lstrip("-").isdigit():
-        raise Refused(f"{name!r} must be a whole number, not {value!r}")
+    text = str(value)
+    if isinstance(value, bool) or not isinstance(value, int | str) or len(text) > 3 \
+            or not text.lstrip("-").isdigit():
+        raise Refused(f"{name!r} must be a whole number (a point 0..26 or a die 1..6), not {shown(value)}")
     return int(value)
 
 
@@ -167,10 +199,12 @@ def create_app(session: Session, model: str = "", clock_task: bool = True) -> St
         try:
             await websocket.send_json({"type": "update", "events": [], "state": server.state()})
             while True:
-                try:
-                    message = json.loads(await websocket.receive_text())
-                except ValueError:
-                    await websocket.send_json({"type": "refused", "message": "a request must be a JSON object"})
+                frame = await websocket.receive()
+                if frame["type"] == "websocket.disconnect":
+                    break
+                message, problem = read_request(frame)
+                if problem is not None:
+                    await websocket.send_json({"type": "refused", "message": problem})
                     continue
                 answer = await server.request(message)
                 await websocket.send_json(answer)
@@ -199,7 +233,7 @@ def create_app(session: Session, model: str = "", clock_task: bool = True) -> St
         Route("/session.json", record_json),
         WebSocketRoute("/ws", socket),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
-    ], lifespan=lifespan)
+    ], lifespan=lifespan, middleware=[Middleware(OwnPageOnly)])
     app.state.server = server
     return app
 
