@@ -112,7 +112,7 @@ def test_scripted_game_opening_move_and_bot_reply(evaluator, connect):
     client = connect(session)
     assert client.state["phase"] == "opening"
     answer = client("roll")
-    assert answer["events"][0] == {"type": "opening", "you": 3, "bot": 1}
+    assert answer["events"][0] == {"type": "opening", "you": 3, "bot": 1, "log": "opening roll: you 3, bgtrain 1"}
     state = answer["state"]
     assert state["phase"] == "move" and state["dice"] == [3, 1]
     # From the 8-point: 8/5 with the 3, 8/7 with the 1, 8/4 with both.

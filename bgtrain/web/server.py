@@ -17,6 +17,7 @@ action                fields
 ``next_game``         (none)
 ``hint``              (none)
 ``settings``          ``changes``: ``{"tutor": true, "clock_seconds": 20, ...}``
+``position``          ``position``: a GNU position ID or an XGID to start from, "" for the opening
 ====================  ===========================================================================
 
 The server answers ``{"type": "update", "events": [...], "state": {...}}`` (every connected page
@@ -71,43 +72,56 @@ class GameServer:
         return session_view(self.session, self.model)
 
     def handle(self, message: dict) -> dict:
-        """One request, synchronously (the bot's thinking runs here): the answer to send."""
+        """One request, synchronously (the bot's thinking runs here): the answer to send. Its events
+        get their log lines (``Session.note``) before the state is read, which holds the log."""
         session = self.session
         events = session.tick()
-        if not isinstance(message, dict):
-            return {"type": "refused", "message": "a request is a JSON object with an 'action'"}
-        action = message.get("action")
-        force = bool(message.get("force", False))
+        hint = None
         try:
-            if action == "state":
-                pass
-            elif action == "hint":
-                return {"type": "hint", "hint": session.hint(), "events": events}
-            elif action in ("roll", "double", "take", "confirm"):
-                events += getattr(session, action)(force=force)
-            elif action == "pass":
-                events += session.pass_(force=force)
-            elif action == "move":
-                events += session.move(_integer(message, "from"), _integer(message, "to"))
-            elif action == "choose_double":
-                events += session.choose_double(_integer(message, "die"))
-            elif action in ("undo", "next_game"):
-                events += getattr(session, action)()
-            elif action == "resign":
-                events += session.resign(str(message.get("level", "")))
-            elif action == "settings":
-                changes = message.get("changes")
-                if not isinstance(changes, dict):
-                    raise Refused("settings needs 'changes', an object of setting: value")
-                events += session.change_settings(**changes)
+            if isinstance(message, dict) and message.get("action") == "hint":
+                hint = session.hint()
             else:
-                raise Refused(f"unknown action {action!r}")
+                events += self._act(message)
         except Refused as refusal:
+            session.note(events)
             answer = {"type": "refused", "message": str(refusal)}
             if events:  # the clock ran out before the request: show that
                 answer["update"] = {"type": "update", "events": events, "state": self.state()}
             return answer
+        session.note(events)
+        if hint is not None:
+            return {"type": "hint", "hint": hint, "events": events}
         return {"type": "update", "events": events, "state": self.state()}
+
+    def _act(self, message) -> list[dict]:
+        """The request's action on the session: its events (``Refused`` when it is not allowed)."""
+        session = self.session
+        if not isinstance(message, dict):
+            raise Refused("a request is a JSON object with an 'action'")
+        action = message.get("action")
+        force = bool(message.get("force", False))
+        if action == "state":
+            return []
+        if action in ("roll", "double", "take", "confirm"):
+            return getattr(session, action)(force=force)
+        if action == "pass":
+            return session.pass_(force=force)
+        if action == "move":
+            return session.move(_integer(message, "from"), _integer(message, "to"))
+        if action == "choose_double":
+            return session.choose_double(_integer(message, "die"))
+        if action in ("undo", "next_game"):
+            return getattr(session, action)()
+        if action == "resign":
+            return session.resign(str(message.get("level", ""))[:20])
+        if action == "position":
+            return session.set_position(message.get("position", ""))
+        if action == "settings":
+            changes = message.get("changes")
+            if not isinstance(changes, dict):
+                raise Refused("settings needs 'changes', an object of setting: value")
+            return session.change_settings(**changes)
+        raise Refused(f"unknown action {shown(action)}")
 
     async def request(self, message) -> dict:
         async with self.lock:
@@ -132,6 +146,7 @@ class GameServer:
                 continue
             async with self.lock:
                 events = await asyncio.to_thread(session.tick)
+                session.note(events)
             if events:
                 await self.broadcast({"type": "update", "events": events, "state": self.state()})
 
@@ -243,5 +258,5 @@ def _games(session: Session) -> list[dict]:
     games = list(session.games)
     if session.phase not in ("game_over", "match_over") and session.events:
         games.append({"number": session.game_number, "score_before": session.score_before,
-                      "events": session.events})
+                      "events": session.events, "setup": session.setup})
     return games

@@ -9,6 +9,8 @@ from __future__ import annotations
 from bgtrain.web.game import BOT, YOU, Session
 from bgtrain.web.record import board_view, flip
 
+LOG_LINES_SHOWN = 200
+
 
 def _owner(owner: int | None) -> str:
     return "centred" if owner is None else ("you" if owner == YOU else "bot")
@@ -48,9 +50,11 @@ def session_view(session: Session, model: str = "") -> dict:
         "settings": {
             "tutor": settings.tutor, "tutor_threshold": settings.tutor_threshold,
             "auto_play_forced": settings.auto_play_forced, "clock_seconds": settings.clock_seconds,
-            "clock_action": settings.clock_action, "jacoby": settings.jacoby,
+            "clock_action": settings.clock_action, "clock_cube": settings.clock_cube, "jacoby": settings.jacoby,
             "automatic_doubles": settings.automatic_doubles,
         },
+        "setup": session.setup["text"] if session.setup else None,
+        "log": session.log[-LOG_LINES_SHOWN:],
         "clock": None,
         "record": [_record_row(event, settings.names) for event in session.events],
         "result": session.result,
