@@ -460,3 +460,23 @@ def test_hostile_frames_get_plain_refusals_and_the_connection_stays(evaluator, c
     client.socket.send_bytes(b'{"action": "state"}')
     assert client.socket.receive_json()["message"].startswith("a request is a JSON object sent as text")
     assert client("state")["type"] == "update"  # still connected and answering
+
+
+def test_the_clock_times_cube_decisions_only_when_asked(evaluator, connect):
+    clock = FakeClock()
+    session = Session(evaluator, Settings(clock_seconds=10), ScriptedDice([3, 1, 6, 4, 5, 2, 4, 3]), clock)
+    client = connect(session)
+    client("roll")
+    client("move", **{"from": 8, "to": 5})
+    client("move", **{"from": 6, "to": 5})
+    client("confirm")
+    # Before the person's roll, with the cube free to turn: by default no clock runs (one turn, one period).
+    assert client.state["phase"] == "roll" and client.state["clock"] is None
+    clock.now += 100
+    assert client("state")["events"] == []
+    # With clock_cube the roll-or-double decision gets its own period; at zero it is made (no double).
+    assert client("settings", changes={"clock_cube": True})["state"]["clock"]["seconds_left"] == 10
+    clock.now += 11
+    answer = client("state")
+    assert answer["events"][0]["text"] == "time is up" and answer["state"]["phase"] == "move"
+    assert session.decisions[-1]["text"] == "No double" and answer["state"]["clock"]["seconds_left"] == 10

@@ -5,8 +5,9 @@
 * ``sides``: per side, the error rate and marks, the mistakes worth a look, and the luck totals;
 * ``timeline``: every decision in order with the person's cubeless equity after it (per unit cube;
   the bot's is its negative), its loss and mark, and its roll's luck: the equity graph's points;
-* ``review``: every checker play with the board before it, after it and after the best play (from the
-  person's side), the played and the best play's notation, the loss and the luck.
+* ``review``: every checker play with the board before it, after it and after the best play (28 ints
+  from the person's side; ``bgtrain.web.view`` turns them into the page's boards, so the saved
+  session keeps the short form), the played and the best play's notation, the loss and the luck.
 
 All plays of the game are valued in one batched ``Evaluator.hint`` call and all rolls' luck in one
 batched evaluation over positions x 21 rolls.
@@ -20,7 +21,7 @@ from bgtrain.evaluator import Evaluator
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.web.advice import DOUBTFUL, error_mark, play_loss
 from bgtrain.web.luck import luck_mark, roll_luck
-from bgtrain.web.record import board_view, flip
+from bgtrain.web.record import flip
 from engine.notation import play_notation
 
 YOU = 0
@@ -87,8 +88,8 @@ def analyse_game(evaluator: Evaluator, decisions: list[dict], ply: int, names: t
 def _review_step(decision: dict, value: dict, luck: float | None, names, rules, index: int) -> dict:
     move, seat = decision["move"], decision["seat"]
 
-    def seen(board):  # a mover's-side board from the person's side of the table
-        return board_view(board if seat == YOU else flip(board), rules)
+    def seen(board):  # a mover's-side board from the person's side of the table (view.py draws it)
+        return list(board) if seat == YOU else list(flip(board))
 
     best = value["best_board"]
     same = best == list(move["after"]) and value["best_extra_roll"] == bool(move.get("extra_roll"))

@@ -57,7 +57,7 @@ def session_view(session: Session, model: str = "") -> dict:
         "log": session.log[-LOG_LINES_SHOWN:],
         "clock": None,
         "record": [_record_row(event, settings.names) for event in session.events],
-        "result": session.result,
+        "result": _result(session),
         "waiting_for": session._waiting_for() if session.phase not in ("game_over", "match_over") else "",
     }
     if moving:
@@ -70,6 +70,17 @@ def session_view(session: Session, model: str = "") -> dict:
         view["clock"] = {"seconds_left": max(0.0, session.deadline - session.clock()),
                          "seconds": settings.clock_seconds, "action": settings.clock_action}
     return view
+
+
+def _result(session: Session) -> dict | None:
+    """The game's result, its review boards drawn for the page (``board_view``)."""
+    result = session.result
+    if not result or not result.get("analysis", {}).get("review"):
+        return result
+    boards = ("before", "after", "best_after")
+    review = [{**step, **{name: board_view(step[name], session.rules) for name in boards}}
+              for step in result["analysis"]["review"]]
+    return {**result, "analysis": {**result["analysis"], "review": review}}
 
 
 def _record_row(event: dict, names) -> dict:
