@@ -260,6 +260,7 @@ def test_a_game_from_a_position_to_the_analysis_in_chromium(evaluator, tmp_path)
         assert text.startswith(f"Play 1 of {len(review)}: you rolled") and ("best" in text)
         page.keyboard.press("ArrowRight")
         page.wait_for_function("() => document.body.dataset.review === '1'")
+        save_screenshot(page, tmp_path, "play-review.png", "#table")
         page.keyboard.press("End")  # not a review key: nothing happens
         page.keyboard.press("Escape")
         page.wait_for_function("() => document.body.dataset.review === 'no'")

@@ -310,7 +310,7 @@ function closeReview() {
   review = null;
   $("review").hidden = true;
   document.body.dataset.review = "no";
-  if (state) { board.botDice = null; board.show(state); }
+  if (state) { board.botDice = null; board.show(state); render(); }
 }
 
 function drawReview() {
@@ -324,6 +324,7 @@ function drawReview() {
     dice_left: review.show === "before" ? step.dice : [], turn: step.who, destinations: {}};
   board.selected = null;
   board.draw();
+  $("pips").textContent = `pips: you ${shown.pips.you}, bot ${shown.pips.bot}`;
   const loss = step.loss > 0 ? ` - loses ${step.loss.toFixed(3)}${step.mark ? ` (${step.mark})` : ""}` : "";
   const luck = step.luck === null ? "opening roll" : `luck ${fmt(step.luck)}${step.luck_mark ? ` (${step.luck_mark})` : ""}`;
   $("review-text").textContent = `Play ${review.step + 1} of ${steps.length}: ${step.name} rolled ${step.dice.join("-")}, `
