@@ -174,7 +174,9 @@ def wait_idle(page) -> dict:
 
 
 def play_to_the_end(page) -> dict:
-    """Keys for roll (R), take (T), undo (U) and confirm (Enter); clicks for the checkers."""
+    """Keys for roll (R), take (T), undo (U) and confirm (Enter); clicks for the checkers. The person
+    plays as a beginner: the back checker to the farthest point it can reach, inside the board rather
+    than off when it can, so the analysis has errors to mark."""
     undone = False
     for _ in range(80):
         state = wait_idle(page)
@@ -187,10 +189,10 @@ def play_to_the_end(page) -> dict:
         elif state["can_confirm"]:
             page.keyboard.press("Enter")
         else:
-            source = next(iter(state["destinations"]))
-            page.locator(f'g.checker.you[data-point="{source}"]').last.click() if source != "25" else \
-                page.locator('g.checker.you[data-point="25"]').last.click()
-            page.locator(".ring").first.click()
+            source = max(state["destinations"], key=int)
+            target = max(option["target"] for option in state["destinations"][source])
+            page.locator(f'g.checker.you[data-point="{source}"]').last.click()
+            page.locator(f'.ring[data-target="{target}"]').click()
             if not undone:
                 assert wait_idle(page)["can_undo"]
                 page.keyboard.press("u")
@@ -250,6 +252,8 @@ def test_a_game_from_a_position_to_the_analysis_in_chromium(evaluator, tmp_path)
         assert analysis.count("luck ") >= 2 and "rolls (" in analysis
         decisions = len(result["analysis"]["timeline"])
         assert page.eval_on_selector("path.equity-you", "p => p.getAttribute('d').split(/[ML]/).length - 1") == decisions
+        marked = [point for point in result["analysis"]["timeline"] if point["mark"]]
+        assert marked and page.locator("circle.error-mark").count() == len(marked)
         save_screenshot(page, tmp_path, "play-analysis.png", "#table")
         page.click("#review-open")
         review = result["analysis"]["review"]
