@@ -58,3 +58,31 @@ def test_the_command_resumes_the_saved_session_and_serves_the_page(tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_bad_settings_and_positions_are_one_line_refusals(tmp_path, capsys):
+    save = str(tmp_path / "s.json")
+    for arguments, message in [
+        (["--position", "nonsense"], "position ID 'nonsense'"),
+        (["--clock", "1e999"], "clock_seconds must be a number of seconds"),
+        (["--tutor-threshold", "5"], "tutor_threshold must be an equity from 0 to 1, not 5.0"),
+    ]:
+        assert main(["play", "--no-browser", "--new", "--save", save, *arguments]) == 2
+        error = capsys.readouterr().err.strip()
+        assert error.count("\n") == 0 and error.startswith("bgtrain play: error:") and message in error, error
+
+
+def test_position_starts_the_game_there(tmp_path):
+    pytest.importorskip("uvicorn")
+    import argparse
+
+    from bgtrain.commands.play import add_arguments, build_session
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--new", "--save", str(tmp_path / "s.json"), "--clock", "0",
+                              "--position", "XGID=-CCC------------------ccc-:1:1:1:00:0:0:0:0:10"])
+    _, session, _ = build_session(args)
+    # XG's bottom player (you) on roll, owning a 2-cube: before the roll, free to redouble.
+    assert session.setup["turn"] == 0 and session.phase == "roll" and session.turn == 0
+    assert (session.cube_value, session.cube_owner) == (2, 0) and session.board[1:4] == (3, 3, 3)

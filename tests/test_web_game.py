@@ -28,6 +28,8 @@ from engine.reference import reference_plays
 from engine.rules import STANDARD
 
 MODEL = "checkpoints/bgtrain-default.pt"
+BASE_URL = "http://127.0.0.1:8765"  # the server's own address: other hosts are refused
+SOCKET_URL = "ws://127.0.0.1:8765/ws"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -70,9 +72,9 @@ class Client:
     """One page: sends requests on the WebSocket and reads the answers."""
 
     def __init__(self, session: Session) -> None:
-        self.test_client = TestClient(create_app(session, "test", clock_task=False))
+        self.test_client = TestClient(create_app(session, "test", clock_task=False), base_url=BASE_URL)
         self.test_client.__enter__()
-        self.socket = self.test_client.websocket_connect("/ws").__enter__()
+        self.socket = self.test_client.websocket_connect(SOCKET_URL).__enter__()
         self.state = self.socket.receive_json()["state"]
 
     def __call__(self, action: str, **fields) -> dict:
@@ -110,7 +112,7 @@ def test_scripted_game_opening_move_and_bot_reply(evaluator, connect):
     client = connect(session)
     assert client.state["phase"] == "opening"
     answer = client("roll")
-    assert answer["events"][0] == {"type": "opening", "you": 3, "bot": 1}
+    assert answer["events"][0] == {"type": "opening", "you": 3, "bot": 1, "log": "opening roll: you 3, bgtrain 1"}
     state = answer["state"]
     assert state["phase"] == "move" and state["dice"] == [3, 1]
     # From the 8-point: 8/5 with the 3, 8/7 with the 1, 8/4 with both.
@@ -372,3 +374,109 @@ def test_resignations_accepted_or_declined(evaluator, connect):
     answer = client("resign", level="backgammon")
     result = answer["state"]["result"]
     assert (result["winner"], result["points"], result["how"]) == ("bot", 6, "resign")
+
+
+def test_the_final_board_after_the_winning_play_is_kept(evaluator, connect, tmp_path):
+    # The person's last checker is on the 1-point: any roll bears it off (a forced play, made for
+    # them). The page's board and the saved session then hold the position after that play.
+    save = tmp_path / "session.json"
+    session = Session(evaluator, Settings(clock_seconds=None), ScriptedDice([6, 5]), save_path=save)
+    put(session, position({1: 1, 19: -5, 20: -5, 21: -5}))
+    board = connect(session)("roll")["state"]["board"]
+    assert session.phase == "game_over" and session.result["winner"] == "you"
+    assert board["off"] == {"you": 15, "bot": 0} and board["pips"]["you"] == 0
+    assert json.loads(save.read_text())["board"][1] == 0
+    # The bot's winning bear-off: its last checker (on the person's 24-point) goes off.
+    session = Session(evaluator, Settings(clock_seconds=None), ScriptedDice([6, 5]))
+    put(session, position({24: -1, 7: 5, 8: 5, 9: 5}), turn=BOT, cube=(2, YOU))  # no double: the cube is yours
+    session._advance([])
+    board = connect(session)("state")["state"]["board"]
+    assert session.result["winner"] == "bot"
+    assert board["off"]["bot"] == 15 and board["points"][24] == 0 and board["pips"]["bot"] == 0
+
+
+def test_other_origins_and_hosts_are_refused(evaluator):
+    from starlette.websockets import WebSocketDisconnect
+
+    session = Session(evaluator, Settings(clock_seconds=None), ScriptedDice([3, 1]))
+    with TestClient(create_app(session, "test", clock_task=False), base_url=BASE_URL) as client:
+        with pytest.raises(WebSocketDisconnect) as refused, \
+                client.websocket_connect(SOCKET_URL, headers={"origin": "http://example.com"}):
+            pass
+        assert refused.value.code == 1008 and "http://example.com" in refused.value.reason
+        with client.websocket_connect(SOCKET_URL, headers={"origin": "http://127.0.0.1:8765"}) as socket:
+            assert socket.receive_json()["state"]["phase"] == "opening"
+        # DNS rebinding: another name for 127.0.0.1 in Host.
+        answer = client.get("/session.json", headers={"host": "evil.example:8765"})
+        assert answer.status_code == 403 and "evil.example" in answer.text
+        assert client.get("/session.json", headers={"host": "127.0.0.1:9999"}).status_code == 403
+        assert client.get("/session.json").status_code == 200
+        assert client.get("/", headers={"host": "localhost:8765"}).status_code == 200
+
+
+def test_settings_are_bounded_by_type_and_range(evaluator, connect):
+    session = Session(evaluator, Settings(clock_seconds=30), ScriptedDice([3, 1, 6, 4]))
+    client = connect(session)
+    before = session.settings
+    cases = [
+        ('{"action": "settings", "changes": {"clock_seconds": 1e999}}',
+         "clock_seconds must be a number of seconds (or null for no clock) from 1 to 3600, not inf"),
+        ('{"action": "settings", "changes": {"clock_seconds": "abc"}}', "clock_seconds must be a number"),
+        ('{"action": "settings", "changes": {"clock_seconds": 0}}', "clock_seconds must be a number"),
+        ('{"action": "settings", "changes": {"tutor_threshold": "abc"}}',
+         "tutor_threshold must be an equity from 0 to 1, not 'abc'"),
+        ('{"action": "settings", "changes": {"tutor_threshold": -0.5}}', "tutor_threshold must be an equity"),
+        ('{"action": "settings", "changes": {"tutor": "yes"}}', "tutor must be true or false, not 'yes'"),
+        ('{"action": "settings", "changes": {"clock_cube": 1}}', "clock_cube must be true or false"),
+        ('{"action": "settings", "changes": {"clock_action": ["lose"]}}', "clock_action must be one of"),
+        ('{"action": "settings", "changes": {"clock_seconds": NaN}}', "a request must be a JSON object"),
+        ('{"action": "settings", "changes": {"ply": 3}}', "cannot change ply during play"),
+    ]
+    for text, message in cases:
+        client.socket.send_text(text)
+        answer = client.socket.receive_json()
+        assert answer["type"] == "refused" and answer["message"].startswith(message), (text, answer)
+        assert "<=" not in answer["message"] and "Traceback" not in answer["message"]
+    assert session.settings == before
+    assert client.test_client.get("/session.json").status_code == 200
+    answer = client("settings", changes={"clock_seconds": 20, "clock_cube": True, "tutor_threshold": 0.08})
+    assert answer["state"]["settings"]["clock_seconds"] == 20 and session.settings.clock_cube
+
+
+def test_hostile_frames_get_plain_refusals_and_the_connection_stays(evaluator, connect):
+    session = Session(evaluator, Settings(clock_seconds=None), ScriptedDice([3, 1, 6, 4]))
+    client = connect(session)
+    frames = [
+        ("[" * 200_000, "a request is at most 4,096 characters, not 200,000"),
+        ("[" * 4000, "a request is a flat JSON object; this one is nested too deeply to read"),
+        ('{"action": "move", "from": ' + "9" * 30 + ', "to": 1}', "'from' must be a whole number"),
+        ('{"action": "move", "from": "' + "9" * 5000 + '", "to": 1}', "a request is at most 4,096"),
+    ]
+    for text, message in frames:
+        client.socket.send_text(text)
+        answer = client.socket.receive_json()
+        assert answer["type"] == "refused" and answer["message"].startswith(message), answer
+        assert len(answer["message"]) < 200
+    client.socket.send_bytes(b'{"action": "state"}')
+    assert client.socket.receive_json()["message"].startswith("a request is a JSON object sent as text")
+    assert client("state")["type"] == "update"  # still connected and answering
+
+
+def test_the_clock_times_cube_decisions_only_when_asked(evaluator, connect):
+    clock = FakeClock()
+    session = Session(evaluator, Settings(clock_seconds=10), ScriptedDice([3, 1, 6, 4, 5, 2, 4, 3]), clock)
+    client = connect(session)
+    client("roll")
+    client("move", **{"from": 8, "to": 5})
+    client("move", **{"from": 6, "to": 5})
+    client("confirm")
+    # Before the person's roll, with the cube free to turn: by default no clock runs (one turn, one period).
+    assert client.state["phase"] == "roll" and client.state["clock"] is None
+    clock.now += 100
+    assert client("state")["events"] == []
+    # With clock_cube the roll-or-double decision gets its own period; at zero it is made (no double).
+    assert client("settings", changes={"clock_cube": True})["state"]["clock"]["seconds_left"] == 10
+    clock.now += 11
+    answer = client("state")
+    assert answer["events"][0]["text"] == "time is up" and answer["state"]["phase"] == "move"
+    assert session.decisions[-1]["text"] == "No double" and answer["state"]["clock"]["seconds_left"] == 10

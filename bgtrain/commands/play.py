@@ -6,6 +6,7 @@ saved session when it was played with the same model variant (``--new`` starts a
 
     bgtrain play                          # money play, the shipped model at 0-ply, 30 s a move
     bgtrain play --match 7 --ply 1 --clock 0 --tutor
+    bgtrain play --position 4HPwATDgc/ABMA   # practise a position (or an XGID), game after game
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     kind.add_argument("--match", type=int, metavar="N", help="a match to N points")
     parser.add_argument("--clock", type=float, default=30.0,
                         help="seconds per decision, 0 for no clock (default 30)")
+    parser.add_argument("--clock-cube", action="store_true",
+                        help="the clock also runs on your cube decisions (double or roll, take or pass), each "
+                        "its own period (default: only checker plays are timed)")
     parser.add_argument("--on-time", choices=("play_best", "lose"), default="play_best",
                         help="at zero: the best play is made for you, or the game is lost (default play_best)")
     parser.add_argument("--variant", help="the rules variant; must be the model's (default: the model's)")
@@ -38,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "more than --tutor-threshold")
     parser.add_argument("--tutor-threshold", type=float, default=0.04, help="0.04 doubtful, 0.08 bad, 0.16 very bad")
     parser.add_argument("--no-forced", action="store_true", help="do not play forced moves for you")
+    parser.add_argument("--position", metavar="ID|XGID",
+                        help="start from this position (a GNU Backgammon position ID: you on roll; or an XGID, "
+                        "you the bottom player), and every next game too, for practice")
     parser.add_argument("--seed", type=int, help="seed the dice (the same seed gives the same dice)")
     parser.add_argument("--save", help="the session file (default ~/.cache/bgtrain/play/session.json)")
     parser.add_argument("--new", action="store_true", help="start a new session even if one is saved")
@@ -77,21 +84,25 @@ def build_session(args: argparse.Namespace, clock=None, dice=None):
     check_ply(args.ply, evaluator.rules)
     settings = Settings(
         ply=args.ply, match_length=args.match or 0, clock_seconds=args.clock or None,
-        clock_action=args.on_time, jacoby=not args.no_jacoby, automatic_doubles=args.automatic_doubles,
+        clock_action=args.on_time, clock_cube=args.clock_cube, jacoby=not args.no_jacoby, automatic_doubles=args.automatic_doubles,
         auto_play_forced=not args.no_forced, tutor=args.tutor, tutor_threshold=args.tutor_threshold,
         names=(args.name, model.stem),
     )
     save_path = Path(args.save) if args.save else default_save_path()
     clock = clock or time.time
+    session, resumed = None, False
     if save_path.is_file() and not args.new:
         try:
             data = json.loads(save_path.read_text())
             if data.get("variant") == evaluator.rules.name:
-                return model, Session.from_json(data, evaluator, clock, save_path), True
+                session, resumed = Session.from_json(data, evaluator, clock, save_path), True
         except (ValueError, KeyError, TypeError):
             pass  # an unreadable session file is replaced by a new session
-    dice = dice or SeededDice(args.seed)
-    return model, Session(evaluator, settings, dice, clock, save_path), False
+    if session is None:
+        session = Session(evaluator, settings, dice or SeededDice(args.seed), clock, save_path)
+    if args.position:
+        session.set_position(args.position)  # refused (a ValueError): one line, exit status 2
+    return model, session, resumed
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
 
     model, session, resumed = build_session(args)
     app = create_app(session, model=model.stem)
-    config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")
+    # Requests are a few hundred bytes (bgtrain.web.server.MAX_REQUEST_CHARACTERS): a larger frame is
+    # closed by uvicorn before it is read into memory.
+    config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning", ws_max_size=65536)
     server = uvicorn.Server(config)
 
     def announce() -> None:

@@ -1,5 +1,5 @@
 """What the bot's evaluator says about the game being played: the bot's own choices, the hints and the
-tutor's warnings for the person, and the analysis of a finished game.
+tutor's warnings for the person (the analysis of a finished game is ``bgtrain.web.analysis``).
 
 Everything here reads positions from the side that is to act (the mover), as ``bgtrain.values.evaluator``
 and ``bgtrain.cube`` do. Play equities are cubeless (the evaluator's ``hint``), in points per game
@@ -118,48 +118,3 @@ def resignation_accepted(evaluator: Evaluator, board_of_resigner, points: int, g
         probabilities[:, 1:] = 0.0
     expected = float(cubeless_equity(probabilities, evaluator.rules)[0])
     return points >= expected - 1e-9
-
-
-def analyse_moves(evaluator: Evaluator, moves: list[dict], ply: int) -> list[float]:
-    """The equity each recorded play lost against the best play at ``ply``: one batched hint call
-    for all of them. ``moves``: ``{"before", "after", "dice", "extra_roll"}`` (mover's side)."""
-    if not moves:
-        return []
-    boards = torch.tensor([move["before"] for move in moves], dtype=torch.int8)
-    dice = torch.tensor([move["dice"] for move in moves])
-    losses = []
-    for move, hints in zip(moves, evaluator.hint(boards, dice, ply, notation=False)):
-        rows = [{"board": list(h.board), "extra_roll": h.extra_roll, "difference": h.difference} for h in hints]
-        losses.append(play_loss(rows, move["after"], bool(move.get("extra_roll", False))))
-    return losses
-
-
-def analyse_game(evaluator: Evaluator, decisions: list[dict], ply: int, names: tuple[str, str]) -> dict:
-    """The analysis of a finished game: the loss of every unforced play at ``ply`` (filled into
-    ``decisions`` in place), the cube decisions' losses as recorded, then ``summarise``."""
-    moves = [d for d in decisions if d["kind"] == "move" and not d["forced"]]
-    for decision, loss in zip(moves, analyse_moves(evaluator, [d["move"] for d in moves], ply)):
-        decision["loss"] = loss
-    rows = [{k: v for k, v in d.items() if k not in ("move", "cube")} for d in decisions if d["loss"] is not None]
-    return {"ply": ply, **summarise(rows, names)}
-
-
-def summarise(decisions: list[dict], names: tuple[str, str]) -> dict:
-    """Error rates and the mistakes worth a look, per side. ``decisions``: ``{"seat", "kind", "loss",
-    "forced", "text", "position_id", "match_id"}``; the error rate is the mean loss over the decisions
-    that were not forced, in thousandths (GNU Backgammon's millipoints per move)."""
-    sides = []
-    for seat, name in enumerate(names):
-        mine = [d for d in decisions if d["seat"] == seat and not d.get("forced")]
-        total = sum(d["loss"] for d in mine)
-        mistakes = sorted((d for d in mine if d["loss"] >= DOUBTFUL), key=lambda d: -d["loss"])
-        sides.append({
-            "name": name,
-            "decisions": len(mine),
-            "total_loss": total,
-            "error_rate": 1000.0 * total / len(mine) if mine else 0.0,
-            "marks": {mark: sum(1 for d in mine if error_mark(d["loss"]) == mark)
-                      for mark in ("doubtful", "bad", "very bad")},
-            "mistakes": [dict(d, mark=error_mark(d["loss"])) for d in mistakes[:8]],
-        })
-    return {"sides": sides}

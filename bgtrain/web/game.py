@@ -28,16 +28,19 @@ from pathlib import Path
 import torch
 
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, initial_cube
-from bgtrain.web import advice, store
+from bgtrain.web import advice, analysis, store
 from bgtrain.web.dice import SeededDice, dice_from_state
+from bgtrain.web.log import log_line
 from bgtrain.web.record import board_view, flip, match_text, position_text
 from bgtrain.web.settings import Settings
+from bgtrain.web.setup import parse_setup
 from bgtrain.web.turn import Node, TurnTree
 from engine.game import winning_points
 from engine.notation import format_play
 from engine.reference import apply_move
 
 YOU, BOT = 0, 1
+LOG_LINES = 300
 LIVE_PHASES = ("roll", "move", "doubled")
 RESIGN_LEVELS = {"single": 1, "gammon": 2, "backgammon": 3}
 
@@ -63,6 +66,8 @@ class Session:
         self.crawford = False  # this game is the Crawford game
         self.crawford_done = False
         self.games: list[dict] = []  # finished games
+        self.setup: dict | None = None  # games start from this position (bgtrain.web.setup), not the opening
+        self.log: list[str] = []  # the lines of the page's log, kept across reopened tabs
         self._new_game()
 
     # --- the person's actions ---------------------------------------------------------------------
@@ -180,18 +185,50 @@ class Session:
         return self._done(events)
 
     def next_game(self) -> list[dict]:
-        """The next game of the match (or money session), or a new match once it is over."""
+        """The next game of the match (or money session), or a new match once it is over; from the
+        set position again when there is one (practice)."""
         if self.phase == "match_over":
             self.score, self.game_number, self.games = [0, 0], 0, []
             self.crawford = self.crawford_done = False
         elif self.phase != "game_over":
             raise Refused("the game is not over")
         self._new_game()
-        return self._done([])
+        events: list[dict] = []
+        if self.setup is not None:
+            self._begin_from_setup(events)
+        return self._done(events)
+
+    def set_position(self, text: str) -> list[dict]:
+        """Start a game from a position (a GNU position ID or an XGID; ``bgtrain.web.setup``), and every
+        next game from it too; an empty text goes back to games from the opening. A game in
+        progress is abandoned, unscored."""
+        if not isinstance(text, str):
+            raise Refused("the position must be text: a GNU Backgammon position ID or an XGID")
+        setup = None
+        if text.strip():
+            try:
+                setup = parse_setup(text, self.rules)
+            except ValueError as error:
+                raise Refused(str(error)) from None
+        events: list[dict] = []
+        if self.phase in LIVE_PHASES and self.events:
+            events.append({"type": "message", "text": "the game in progress was abandoned (not scored)"})
+        if self.phase == "match_over":
+            self.score, self.game_number, self.games = [0, 0], 0, []
+            self.crawford = self.crawford_done = False
+        self.setup = setup
+        if self.phase not in ("game_over", "match_over"):
+            self.game_number -= 1  # the abandoned (or not yet begun) game's number is used again
+        self._new_game()
+        if setup is None:
+            events.append({"type": "message", "text": "games start from the opening position again"})
+        else:
+            self._begin_from_setup(events)
+        return self._done(events)
 
     def change_settings(self, **changes) -> list[dict]:
         """Settings the person may change during play: tutor, forced moves, clock."""
-        allowed = {"tutor", "tutor_threshold", "auto_play_forced", "clock_seconds", "clock_action"}
+        allowed = {"tutor", "tutor_threshold", "auto_play_forced", "clock_seconds", "clock_action", "clock_cube"}
         unknown = set(changes) - allowed
         if unknown:
             raise Refused(f"cannot change {', '.join(sorted(unknown))} during play")
@@ -199,7 +236,7 @@ class Session:
             self.settings = replace(self.settings, **changes)
         except (TypeError, ValueError) as error:
             raise Refused(str(error)) from None
-        if "clock_seconds" in changes:
+        if "clock_seconds" in changes or "clock_cube" in changes:
             self._arm_clock()
         return self._done([])
 
@@ -216,6 +253,19 @@ class Session:
             return {"kind": "take", "take": offered["take"], "take_equity": -offered["double_take"],
                     "pass_equity": -1.0, "action": "Take" if offered["take"] else "Pass", "ply": ply}
         raise Refused("no decision of yours to give a hint for now")
+
+    def note(self, events: list[dict]) -> None:
+        """The log lines of ``events`` (``bgtrain.web.log``): each event gets its ``log`` text and the
+        session keeps the lines (the last ``LOG_LINES``), saved, so a reopened tab shows them."""
+        lines = []
+        for event in events:
+            line = log_line(event, self.settings.names)
+            if line:
+                event["log"] = line
+                lines.append(line)
+        if lines:
+            self.log = (self.log + lines)[-LOG_LINES:]
+            self.save()
 
     def tick(self) -> list[dict]:
         """The clock: at zero, the setting is applied to the person's pending decision."""
@@ -254,6 +304,19 @@ class Session:
         self.decisions: list[dict] = []
         self.result = None
         self.score_before = list(self.score)
+
+    def _begin_from_setup(self, events: list[dict]) -> None:
+        """The new game (``_new_game``) starts from ``self.setup``: its side on roll, cube and dice."""
+        setup = self.setup
+        events.append({"type": "message", "text": f"the game starts from {setup['text']}"})
+        self.turn = setup["turn"]
+        self.board = tuple(setup["board"])
+        self.cube_value, self.cube_owner = setup["cube_value"], setup["cube_owner"]
+        if setup["dice"]:
+            self._start_move((max(setup["dice"]), min(setup["dice"])), events, rolled=setup["dice"])
+        else:
+            self.phase = "roll"
+            self._advance(events)
 
     def _opening_roll(self, events: list[dict]) -> None:
         ties = 0
@@ -328,6 +391,9 @@ class Session:
         self.node, self.history, self.dice, self.deadline = None, [], None, None
         points = int(winning_points(torch.tensor([after], dtype=torch.int8), self.rules)[0])
         if points:
+            # The final position is stored before the game ends: the page and the saved session show
+            # the board after the winning play, from the winner's side of the table (turn = seat).
+            self.board = after
             winner = seat if points > 0 else 1 - seat
             value = abs(points)
             if self._jacoby_centred() and self.rules.scoring == "standard":
@@ -386,15 +452,16 @@ class Session:
         return self._done(events)
 
     def _end_game(self, winner: int, points: int, how: str, events: list[dict]) -> None:
-        self.score[winner] += points
-        self._record({"kind": "win", "seat": winner, "value": points, "how": how})
         length = self.settings.match_length
+        # In a match the points past the match length do not count: a gammon at 2-0 to 3 ends 0-3.
+        self.score[winner] = min(self.score[winner] + points, length) if length else self.score[winner] + points
+        self._record({"kind": "win", "seat": winner, "value": points, "how": how})
         over = bool(length) and self.score[winner] >= length
         self.result = {"winner": "you" if winner == YOU else "bot", "points": points, "how": how,
                        "match_over": over, "analysis": self._analysis()}
         events.append({"type": "game_over", **{k: v for k, v in self.result.items() if k != "analysis"}})
         self.games.append({"number": self.game_number, "score_before": self.score_before, "events": self.events,
-                           "crawford": self.crawford, "result": self.result})
+                           "crawford": self.crawford, "result": self.result, "setup": self.setup})
         if length and not over and not self.crawford_done and max(self.score) == length - 1:
             self.crawford, self.crawford_done = True, True
         else:
@@ -406,7 +473,8 @@ class Session:
         ply = self.settings.analysis_ply
         if ply is None:
             ply = 0 if self.rules.acey_deucey else 1  # a game's 60-odd plays in about a second
-        return advice.analyse_game(self.evaluator, self.decisions, ply, self.settings.names)
+        return analysis.analyse_game(self.evaluator, self.decisions, ply, self.settings.names,
+                                     opening_roll=self.setup is None)
 
     # --- helpers ----------------------------------------------------------------------------------
 
@@ -478,8 +546,11 @@ class Session:
         self.events.append(event)
 
     def _arm_clock(self) -> None:
+        """A fresh clock period for the person's decision now: checker plays always, cube decisions
+        (roll or double, take or pass) only with ``clock_cube``."""
         seconds = self.settings.clock_seconds
-        self.deadline = None if seconds is None or self.phase not in LIVE_PHASES else self.clock() + seconds
+        timed = self.phase == "move" or (self.phase in LIVE_PHASES and self.settings.clock_cube)
+        self.deadline = None if seconds is None or not timed else self.clock() + seconds
 
     def _done(self, events: list[dict]) -> list[dict]:
         self.save()

@@ -76,6 +76,9 @@ def mat_match(games: list[dict], match_length: int, names: tuple[str, str], rule
     right = player_name(names[1], left)
     out = []
     for game in games:
+        if game.get("setup"):
+            raise ValueError(f"game {game['number']} started from {game['setup']['text']}: a .mat file starts "
+                             "every game from the opening position (the session's JSON holds it)")
         actions = []
         for event in game["events"]:
             kind, seat = event["kind"], event.get("seat")

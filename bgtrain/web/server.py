@@ -17,11 +17,15 @@ action                fields
 ``next_game``         (none)
 ``hint``              (none)
 ``settings``          ``changes``: ``{"tutor": true, "clock_seconds": 20, ...}``
+``position``          ``position``: a GNU position ID or an XGID to start from, "" for the opening
 ====================  ===========================================================================
 
 The server answers ``{"type": "update", "events": [...], "state": {...}}`` (every connected page
 gets the update), ``{"type": "hint", "hint": {...}}``, or ``{"type": "refused", "message": "..."}``
-for a request the rules or the state do not allow (nothing changes). Before every request, and every
+for a request the rules or the state do not allow (nothing changes), in one plain sentence: also for a
+frame that is not a JSON object, longer than ``MAX_REQUEST_CHARACTERS`` or nested too deeply, and for
+a setting out of its type or range (``bgtrain.web.settings``). Only the server's own page may connect:
+another ``Origin`` or ``Host`` is refused (``bgtrain.web.guard``). Before every request, and every
 quarter second, the clock is checked (``Session.tick``), so a page that waits past zero sees the
 setting applied.
 """
@@ -35,6 +39,7 @@ import logging
 from importlib import resources
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
@@ -42,11 +47,16 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from bgtrain.matfile import JACOBY_NOTE, format_match
 from bgtrain.web.game import Refused, Session
+from bgtrain.web.guard import OwnPageOnly
 from bgtrain.web.record import mat_match
+from bgtrain.web.settings import shown
 from bgtrain.web.view import session_view
 
 STATIC = resources.files("bgtrain.web") / "static"
 TICK_SECONDS = 0.25
+# The longest request the page sends is a settings change of a few dozen characters; a position to
+# start from (an XGID) is under a hundred.
+MAX_REQUEST_CHARACTERS = 4096
 
 
 class GameServer:
@@ -62,43 +72,56 @@ class GameServer:
         return session_view(self.session, self.model)
 
     def handle(self, message: dict) -> dict:
-        """One request, synchronously (the bot's thinking runs here): the answer to send."""
+        """One request, synchronously (the bot's thinking runs here): the answer to send. Its events
+        get their log lines (``Session.note``) before the state is read, which holds the log."""
         session = self.session
         events = session.tick()
-        if not isinstance(message, dict):
-            return {"type": "refused", "message": "a request is a JSON object with an 'action'"}
-        action = message.get("action")
-        force = bool(message.get("force", False))
+        hint = None
         try:
-            if action == "state":
-                pass
-            elif action == "hint":
-                return {"type": "hint", "hint": session.hint(), "events": events}
-            elif action in ("roll", "double", "take", "confirm"):
-                events += getattr(session, action)(force=force)
-            elif action == "pass":
-                events += session.pass_(force=force)
-            elif action == "move":
-                events += session.move(_integer(message, "from"), _integer(message, "to"))
-            elif action == "choose_double":
-                events += session.choose_double(_integer(message, "die"))
-            elif action in ("undo", "next_game"):
-                events += getattr(session, action)()
-            elif action == "resign":
-                events += session.resign(str(message.get("level", "")))
-            elif action == "settings":
-                changes = message.get("changes")
-                if not isinstance(changes, dict):
-                    raise Refused("settings needs 'changes', an object of setting: value")
-                events += session.change_settings(**changes)
+            if isinstance(message, dict) and message.get("action") == "hint":
+                hint = session.hint()
             else:
-                raise Refused(f"unknown action {action!r}")
+                events += self._act(message)
         except Refused as refusal:
+            session.note(events)
             answer = {"type": "refused", "message": str(refusal)}
             if events:  # the clock ran out before the request: show that
                 answer["update"] = {"type": "update", "events": events, "state": self.state()}
             return answer
+        session.note(events)
+        if hint is not None:
+            return {"type": "hint", "hint": hint, "events": events}
         return {"type": "update", "events": events, "state": self.state()}
+
+    def _act(self, message) -> list[dict]:
+        """The request's action on the session: its events (``Refused`` when it is not allowed)."""
+        session = self.session
+        if not isinstance(message, dict):
+            raise Refused("a request is a JSON object with an 'action'")
+        action = message.get("action")
+        force = bool(message.get("force", False))
+        if action == "state":
+            return []
+        if action in ("roll", "double", "take", "confirm"):
+            return getattr(session, action)(force=force)
+        if action == "pass":
+            return session.pass_(force=force)
+        if action == "move":
+            return session.move(_integer(message, "from"), _integer(message, "to"))
+        if action == "choose_double":
+            return session.choose_double(_integer(message, "die"))
+        if action in ("undo", "next_game"):
+            return getattr(session, action)()
+        if action == "resign":
+            return session.resign(str(message.get("level", ""))[:20])
+        if action == "position":
+            return session.set_position(message.get("position", ""))
+        if action == "settings":
+            changes = message.get("changes")
+            if not isinstance(changes, dict):
+                raise Refused("settings needs 'changes', an object of setting: value")
+            return session.change_settings(**changes)
+        raise Refused(f"unknown action {shown(action)}")
 
     async def request(self, message) -> dict:
         async with self.lock:
@@ -123,14 +146,38 @@ class GameServer:
                 continue
             async with self.lock:
                 events = await asyncio.to_thread(session.tick)
+                session.note(events)
             if events:
                 await self.broadcast({"type": "update", "events": events, "state": self.state()})
 
 
+def read_request(frame: dict) -> tuple[object, str | None]:
+    """A WebSocket frame as a request: (the parsed JSON, None), or (None, why it is refused). Text
+    only, at most ``MAX_REQUEST_CHARACTERS``, no ``NaN``/``Infinity`` literals, and nesting a parser
+    can follow: a hostile frame gets a plain answer and the connection stays open."""
+    text = frame.get("text")
+    if text is None:
+        return None, "a request is a JSON object sent as text, not binary data"
+    if len(text) > MAX_REQUEST_CHARACTERS:
+        return None, f"a request is at most {MAX_REQUEST_CHARACTERS:,} characters, not {len(text):,}"
+    try:
+        return json.loads(text, parse_constant=_refuse_constant), None
+    except RecursionError:
+        return None, "a request is a flat JSON object; this one is nested too deeply to read"
+    except ValueError as error:
+        return None, f"a request must be a JSON object ({str(error)[:80]})"
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number a request may hold")
+
+
 def _integer(message: dict, name: str) -> int:
     value = message.get(name)
-    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).lstrip("-").isdigit():
-        raise Refused(f"{name!r} must be a whole number, not {value!r}")
+    text = str(value)
+    if isinstance(value, bool) or not isinstance(value, int | str) or len(text) > 3 \
+            or not text.lstrip("-").isdigit():
+        raise Refused(f"{name!r} must be a whole number (a point 0..26 or a die 1..6), not {shown(value)}")
     return int(value)
 
 
@@ -164,10 +211,12 @@ def create_app(session: Session, model: str = "", clock_task: bool = True) -> St
         try:
             await websocket.send_json({"type": "update", "events": [], "state": server.state()})
             while True:
-                try:
-                    message = json.loads(await websocket.receive_text())
-                except ValueError:
-                    await websocket.send_json({"type": "refused", "message": "a request must be a JSON object"})
+                frame = await websocket.receive()
+                if frame["type"] == "websocket.disconnect":
+                    break
+                message, problem = read_request(frame)
+                if problem is not None:
+                    await websocket.send_json({"type": "refused", "message": problem})
                     continue
                 answer = await server.request(message)
                 await websocket.send_json(answer)
@@ -196,7 +245,7 @@ def create_app(session: Session, model: str = "", clock_task: bool = True) -> St
         Route("/session.json", record_json),
         WebSocketRoute("/ws", socket),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
-    ], lifespan=lifespan)
+    ], lifespan=lifespan, middleware=[Middleware(OwnPageOnly)])
     app.state.server = server
     return app
 
@@ -206,5 +255,5 @@ def _games(session: Session) -> list[dict]:
     games = list(session.games)
     if session.phase not in ("game_over", "match_over") and session.events:
         games.append({"number": session.game_number, "score_before": session.score_before,
-                      "events": session.events})
+                      "events": session.events, "setup": session.setup})
     return games

@@ -19,8 +19,12 @@ FIELDS = ("score", "game_number", "crawford", "crawford_done", "games", "phase",
           "decisions", "result", "score_before")
 
 
+# Fields added since the first saved sessions, with the value an older file stands for.
+LATER_FIELDS = {"setup": None, "log": []}
+
+
 def session_state(session) -> dict:
-    data = {name: getattr(session, name) for name in FIELDS}
+    data = {name: getattr(session, name) for name in (*FIELDS, *LATER_FIELDS)}
     data["variant"] = session.rules.name
     data["settings"] = asdict(session.settings)
     data["dice_source"] = session.dice_source.state()
@@ -42,6 +46,8 @@ def restore(session, data: dict) -> None:
     """Fill a freshly made session (same evaluator, settings and dice) with the saved state."""
     for name in FIELDS:
         setattr(session, name, data[name])
+    for name, default in LATER_FIELDS.items():
+        setattr(session, name, data.get(name, default))
     session.board = tuple(session.board)
     session.dice = tuple(session.dice) if session.dice else None
     if session.phase == "move":

@@ -9,6 +9,8 @@ from __future__ import annotations
 from bgtrain.web.game import BOT, YOU, Session
 from bgtrain.web.record import board_view, flip
 
+LOG_LINES_SHOWN = 200
+
 
 def _owner(owner: int | None) -> str:
     return "centred" if owner is None else ("you" if owner == YOU else "bot")
@@ -48,12 +50,14 @@ def session_view(session: Session, model: str = "") -> dict:
         "settings": {
             "tutor": settings.tutor, "tutor_threshold": settings.tutor_threshold,
             "auto_play_forced": settings.auto_play_forced, "clock_seconds": settings.clock_seconds,
-            "clock_action": settings.clock_action, "jacoby": settings.jacoby,
+            "clock_action": settings.clock_action, "clock_cube": settings.clock_cube, "jacoby": settings.jacoby,
             "automatic_doubles": settings.automatic_doubles,
         },
+        "setup": session.setup["text"] if session.setup else None,
+        "log": session.log[-LOG_LINES_SHOWN:],
         "clock": None,
         "record": [_record_row(event, settings.names) for event in session.events],
-        "result": session.result,
+        "result": _result(session),
         "waiting_for": session._waiting_for() if session.phase not in ("game_over", "match_over") else "",
     }
     if moving:
@@ -66,6 +70,17 @@ def session_view(session: Session, model: str = "") -> dict:
         view["clock"] = {"seconds_left": max(0.0, session.deadline - session.clock()),
                          "seconds": settings.clock_seconds, "action": settings.clock_action}
     return view
+
+
+def _result(session: Session) -> dict | None:
+    """The game's result, its review boards drawn for the page (``board_view``)."""
+    result = session.result
+    if not result or not result.get("analysis", {}).get("review"):
+        return result
+    boards = ("before", "after", "best_after")
+    review = [{**step, **{name: board_view(step[name], session.rules) for name in boards}}
+              for step in result["analysis"]["review"]]
+    return {**result, "analysis": {**result["analysis"], "review": review}}
 
 
 def _record_row(event: dict, names) -> dict:

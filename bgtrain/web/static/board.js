@@ -220,6 +220,10 @@ class BoardView {
 
   drawTrays(svg, board) {
     const slab = 15, x = G.trayLeft + 7, w = G.trayWidth - 14;
+    // Whose tray is whose: the person bears off into the lower one, the bot into the upper one.
+    for (const [label, y] of [["you", G.bottom + 21], ["bot", G.top - 9]])
+      element("text", {x: G.trayLeft + G.trayWidth / 2, y, "text-anchor": "middle", class: `tray-label ${label}`,
+        fill: COLOURS.numbers}, svg).textContent = label;
     for (let i = 0; i < board.off.you; i++)
       element("rect", {x, y: G.bottom - 6 - (i + 1) * slab, width: w, height: slab - 3, rx: 3,
         fill: COLOURS.you, stroke: COLOURS.youEdge, class: "off you"}, svg);
