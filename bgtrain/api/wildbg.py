@@ -83,8 +83,10 @@ def away_from_params(params: Mapping[str, str]) -> tuple[int, int]:
 
 def probabilities_view(probabilities: Sequence[float]) -> dict[str, float]:
     """bgtrain's five outcomes (mover's: win, win gammon, win backgammon, lose gammon, lose backgammon)
-    under wildbg's names."""
-    win, win_gammon, win_backgammon, lose_gammon, lose_backgammon = (float(value) for value in probabilities)
+    under wildbg's names, each kept in [0, 1] as wildbg's schema promises (a float32 average over the 21
+    rolls of certain wins can come out a rounding step above 1)."""
+    win, win_gammon, win_backgammon, lose_gammon, lose_backgammon = (min(max(float(value), 0.0), 1.0)
+                                                                      for value in probabilities)
     return {"win": win, "winG": win_gammon, "winBg": win_backgammon, "loseG": lose_gammon, "loseBg": lose_backgammon}
 
 
