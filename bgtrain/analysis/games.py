@@ -26,7 +26,7 @@ import torch
 
 from bgtrain.arena.matfile import DOUBLE, DROP, MOVE, TAKE, WIN, MatGame, parse_mat
 from bgtrain.cube import CubeState, MatchGame, MoneyGame
-from engine.board import flip_board
+from engine.board import FLIP_PERMUTATION
 from engine.game import winning_points
 from engine.notation import parse_play
 from engine.rules import STANDARD
@@ -199,11 +199,13 @@ def walk_game(game: MatGame, index: int, length: int, crawford: bool, jacoby: bo
             record.turns.append(Turn(index, player, action.line, board, action.dice, after, action.play,
                                      cube_state, rules[player]))
             doubled_this_turn = False
-            won = int(winning_points(torch.tensor([after], dtype=torch.int8), STANDARD)[0])
+            # Scalar here (a tensor per move costs more than the parsing): the game ends when the mover
+            # has no checker left; the other side's view is engine.board's permutation and negation.
+            won = int(winning_points(torch.tensor([after], dtype=torch.int8), STANDARD)[0]) if max(after[1:27]) <= 0 else 0
             if won:
                 record.winner, record.points = player, won * cube
             else:
-                board = tuple(int(v) for v in flip_board(torch.tensor(after, dtype=torch.int8)).tolist())
+                board = tuple(-after[index] for index in FLIP_PERMUTATION)
                 to_move = 1 - player
         elif action.kind == DOUBLE:
             if to_move is None or player != to_move:
