@@ -142,8 +142,9 @@ def create_app(engines: Engines, max_batch: int = 256, max_wait: float = 0.002) 
             moves.append((hint, value))
         # Ranked as wildbg ranks: by the value of the score (money: equity; a match: match winning chance).
         moves.sort(key=lambda pair: (-pair[0].ply, -pair[1]))
+        details = play_details(board, dice, evaluator.rules)
         return JSONResponse({"moves": [
-            {"play": play_details(board, hint.board, dice, evaluator.rules),
+            {"play": details[hint.board],
              "probabilities": probabilities_view(hint.probabilities),
              "equity": round(value, 6), "notation": hint.play, "ply": hint.ply}
             for hint, value in moves

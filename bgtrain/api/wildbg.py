@@ -90,10 +90,10 @@ def probabilities_view(probabilities: Sequence[float]) -> dict[str, float]:
     return {"win": win, "winG": win_gammon, "winBg": win_backgammon, "loseG": lose_gammon, "loseBg": lose_backgammon}
 
 
-def play_details(before: Sequence[int], after: Sequence[int], dice: tuple[int, int], rules: Rules) -> list[dict]:
-    """A play as wildbg's ``MoveDetail`` list: one ``{"from", "to"}`` per checker step, 25 the bar and 0
-    off, in an order in which the steps can be played (``engine.reference``'s first sequence); empty
-    when the roll cannot be played."""
-    sequences = reference_plays(before, dice, rules)[tuple(int(value) for value in after)]
-    return [{"from": min(source, MOVER_BAR), "to": max(target, BORNE_OFF)}
-            for source, target, _ in sequences[0]]
+def play_details(before: Sequence[int], dice: tuple[int, int], rules: Rules) -> dict[tuple[int, ...], list[dict]]:
+    """Every legal play of ``dice`` from ``before`` as wildbg's ``MoveDetail`` list, by afterstate: one
+    ``{"from", "to"}`` per checker step, 25 the bar and 0 off, in an order in which the steps can be played
+    (``engine.reference``'s first sequence; one search for all the plays); empty when the roll cannot
+    be played."""
+    return {after: [{"from": min(source, MOVER_BAR), "to": max(target, BORNE_OFF)} for source, target, _ in sequences[0]]
+            for after, sequences in reference_plays(before, dice, rules).items()}
