@@ -24,6 +24,8 @@ COMMANDS = {
     "dataset": "Generate labelled position datasets from self-play, or summarise one",
     "league": "Round robin between agents: a table of points per game, a rating per agent, JSON and a plot",
     "benchmark": "Error rates of agents' checker play on the move-error benchmark (equity lost per decision x 1000)",
+    "analyse": "Analyse played games in .mat files: error rates, PR, marked plays, cube errors, luck (text, JSON, HTML)",
+    "serve": "An HTTP API for other programs: wildbg's /move and /eval, plus position IDs, XGIDs, cube and variants",
 }
 
 

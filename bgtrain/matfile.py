@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.board import MOVER_BAR, MOVER_IN_HAND, flip_board
@@ -66,6 +66,7 @@ class MatAction:
     dice: tuple[int, int] | None = None
     play: str = ""
     value: int = 0
+    line: int = field(default=0, compare=False)  # the file's line it was read from (1-based; 0: not read)
 
 
 @dataclass(frozen=True)
@@ -320,23 +321,23 @@ def _split_columns(line: str) -> tuple[str, str]:
     return left.strip(), right.strip()
 
 
-def _parse_cell(cell: str, player: int, cube: int, where: str) -> MatAction | None:
+def _parse_cell(cell: str, player: int, cube: int, where: str, line: int = 0) -> MatAction | None:
     if not cell:
         return None
     roll = re.match(r"^([1-6])([1-6]):(.*)$", cell)
     if roll:
-        return MatAction(player, MOVE, (int(roll.group(1)), int(roll.group(2))), roll.group(3).strip())
+        return MatAction(player, MOVE, (int(roll.group(1)), int(roll.group(2))), roll.group(3).strip(), line=line)
     lowered = cell.lower()
     if lowered.startswith("double"):
         value = re.search(r"(\d+)", cell)
-        return MatAction(player, DOUBLE, value=int(value.group(1)) if value else 2 * cube)
+        return MatAction(player, DOUBLE, value=int(value.group(1)) if value else 2 * cube, line=line)
     if lowered.startswith("take"):
-        return MatAction(player, TAKE)
+        return MatAction(player, TAKE, line=line)
     if lowered.startswith(("drop", "pass")):
-        return MatAction(player, DROP)
+        return MatAction(player, DROP, line=line)
     if lowered.startswith("win"):
         value = re.search(r"(\d+)", cell)
-        return MatAction(player, WIN, value=int(value.group(1)) if value else 1)
+        return MatAction(player, WIN, value=int(value.group(1)) if value else 1, line=line)
     raise ValueError(f"{where}: {cell!r} is not a roll and play, a cube action or a win")
 
 
@@ -344,7 +345,12 @@ def read_mat(path: str | Path) -> MatMatch:
     """Read a ``.mat`` file (the layout in the module docstring, as GNU Backgammon reads it).
     Raises ValueError naming the line for what cannot be read."""
     path = Path(path)
-    lines = path.read_text().splitlines()
+    return parse_mat(path.read_text(errors="replace"), path)
+
+
+def parse_mat(text: str, path: str | Path = "<text>") -> MatMatch:
+    """``read_mat`` on the text of a file; ``path`` names it in errors. Every action keeps its line."""
+    lines = text.splitlines()
     length = None
     games: list[MatGame] = []
     index = 0
@@ -376,7 +382,7 @@ def read_mat(path: str | Path) -> MatMatch:
             left, right = _split_columns(line)
             for player, cell in ((0, left), (1, right)):
                 for part in re.split(r"\s{2,}(?=Wins)", cell):
-                    action = _parse_cell(part.strip(), player, cube, where)
+                    action = _parse_cell(part.strip(), player, cube, where, index + 1)
                     if action is not None:
                         if action.kind == DOUBLE:
                             cube = action.value

@@ -26,9 +26,11 @@ FLOORS = {
     "bgtrain.rollout": 4,
     "bgtrain.datasets": 5,
     "bgtrain.benchmark": 5,
+    "bgtrain.analysis": 5,
     "bgtrain.training": 6,
     "bgtrain.distributed": 7,
     "bgtrain.web": 7,
+    "bgtrain.api": 7,
     "bgtrain.commands": 8,
     "bgtrain.cli": 8,
 }

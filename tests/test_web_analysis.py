@@ -11,7 +11,7 @@ import torch
 
 pytest.importorskip("starlette")
 
-from bgtrain.evaluator import Evaluator
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.web.dice import ScriptedDice
 from bgtrain.web.game import BOT, Session, Settings
 from bgtrain.web.luck import luck_mark, roll_equities, roll_luck

@@ -15,25 +15,13 @@ from dataclasses import dataclass
 
 import torch
 
+# GNU Backgammon's marks for errors, shared with ``bgtrain analyse`` (re-exported here for the web game).
+from bgtrain.analysis.marks import BAD, DOUBTFUL, VERY_BAD, error_mark  # noqa: F401
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label, is_double
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
 from bgtrain.values.cube_action import cube_action
 from bgtrain.values.evaluator import Evaluator
 from engine.movegen import legal_afterstates
-
-# GNU Backgammon's thresholds for marking an error (equity lost).
-DOUBTFUL, BAD, VERY_BAD = 0.04, 0.08, 0.16
-
-
-def error_mark(loss: float) -> str:
-    """GNU Backgammon's mark for an error that loses ``loss`` equity: "" below 0.04."""
-    if loss >= VERY_BAD:
-        return "very bad"
-    if loss >= BAD:
-        return "bad"
-    if loss >= DOUBTFUL:
-        return "doubtful"
-    return ""
 
 
 @dataclass(frozen=True)

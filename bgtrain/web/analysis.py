@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from bgtrain.evaluator import Evaluator
 from bgtrain.outcomes import cubeless_equity
+from bgtrain.values.evaluator import Evaluator
 from bgtrain.web.advice import DOUBTFUL, error_mark, play_loss
 from bgtrain.web.luck import luck_mark, roll_luck
 from bgtrain.web.record import flip

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from bgtrain.web.advice import DOUBTFUL
 
 CLOCK_ACTIONS = ("play_best", "lose")
-MAX_PLY = 4  # bgtrain.evaluator's deepest search
+MAX_PLY = 4  # bgtrain.values.evaluator's deepest search
 MAX_MATCH_LENGTH = 64  # a longer match is refused earlier by the match equity table
 MAX_CLOCK_SECONDS = 3600.0
 MAX_AUTOMATIC_DOUBLES = 6
