@@ -101,6 +101,12 @@ def test_a_game_from_an_xgid_has_luck_graph_and_review(evaluator, connect):
     for seat, side in enumerate(analysis["sides"]):
         mine = [p["luck"] for p in moves if p["seat"] == seat]
         assert side["luck"]["rolls"] == len(mine) and side["luck"]["total"] == pytest.approx(sum(mine))
+    # Each listed mistake names its point of the timeline (the page opens its move in review).
+    mistakes = [m for side in analysis["sides"] for m in side["mistakes"]]
+    assert mistakes  # the person plays the first moves offered: some lose equity
+    assert all(timeline[m["index"]]["text"] == m["text"] and timeline[m["index"]]["mark"] == m["mark"]
+               for m in mistakes)
+    assert sum(bool(p["mark"]) for p in timeline) == sum(sum(side["marks"].values()) for side in analysis["sides"])
     # The graph ends at the result: the winner's equity after the winning play is the points won.
     sign = 1 if state["result"]["winner"] == "you" else -1
     assert timeline[-1]["equity"] == pytest.approx(sign * state["result"]["points"])

@@ -255,8 +255,14 @@ def test_a_game_from_a_position_to_the_analysis_in_chromium(evaluator, tmp_path)
         marked = [point for point in result["analysis"]["timeline"] if point["mark"]]
         assert marked and page.locator("circle.error-mark").count() == len(marked)
         save_screenshot(page, tmp_path, "play-analysis.png", "#table")
-        page.click("#review-open")
         review = result["analysis"]["review"]
+        # A listed mistake opens its move in review.
+        mistake = next(m for side in result["analysis"]["sides"] for m in side["mistakes"])
+        step = max(i for i, s in enumerate(review) if s["index"] <= mistake["index"])
+        page.locator("#analysis li.link").first.click()
+        page.wait_for_function(f"() => document.body.dataset.review === '{step}'")
+        assert mistake["text"].split(": ")[1] in page.locator("#review-text").inner_text()
+        page.click("#review-open")
         page.wait_for_function("() => document.body.dataset.review === '0'")
         page.click("#review-before")
         assert page.locator("g.checker.you").count() == 9  # the set position, before the first play

@@ -78,7 +78,9 @@ def analyse_game(evaluator: Evaluator, decisions: list[dict], ply: int, names: t
             equity = (1.0 if decider == YOU else -1.0) * float(cubeless_equity(probabilities, rules)[0])
         point.update(equity=equity, loss=decision["loss"], mark=error_mark(decision["loss"] or 0.0))
         timeline.append(point)
-    rows = [{k: v for k, v in d.items() if k not in ("move", "cube")} for d in decisions if d["loss"] is not None]
+    # Each row keeps its place in the timeline (``index``), so a listed mistake opens its move in review.
+    rows = [{**{k: v for k, v in d.items() if k not in ("move", "cube")}, "index": index}
+            for index, d in enumerate(decisions) if d["loss"] is not None]
     summary = summarise(rows, names)
     for seat, side in enumerate(summary["sides"]):
         side["luck"] = luck_summary([p["luck"] for p in timeline if p["seat"] == seat and p["luck"] is not None])
