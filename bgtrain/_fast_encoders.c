@@ -20,6 +20,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 enum {
     WIDTH = 28,
@@ -53,16 +56,7 @@ static uint8_t escapes_reversed[4096];
 /* Tesauro's four units of a point holding n of a side's checkers (n <= 0: none of that side's). */
 static float point_units[16][4];
 
-/* The shot counting's ways to hit (gnubg_inputs._Ways): every distinct (distance, dice used,
- * intermediate landing points, whether every one is needed) of the 21 rolls, and each roll's ways in
- * slot order. */
-enum { MAX_WAYS = 48, ROLL_COUNT = 21, NO_WAY = -1 };
-static int way_count;
-static int way_distance[MAX_WAYS], way_faces[MAX_WAYS], way_all_needed[MAX_WAYS];
-static int way_intermediate[MAX_WAYS][3]; /* pips from the hitter, 0 = none */
-static int roll_way[ROLL_COUNT][4];       /* NO_WAY for an empty slot */
-static int roll_double[ROLL_COUNT], roll_weight[ROLL_COUNT];
-static int roll_other_die[ROLL_COUNT][4]; /* the die that enters from the bar when this slot hits */
+static uint8_t byte_reversed[256];
 
 static void build_tables(void) {
     for (int pattern = 0; pattern < 4096; pattern++) {
@@ -89,6 +83,11 @@ static void build_tables(void) {
         for (int bit = 0; bit < 12; bit++) reversed |= (pattern >> bit & 1) << (11 - bit);
         escapes_reversed[pattern] = escapes[reversed];
     }
+    for (int byte = 0; byte < 256; byte++) {
+        int reversed = 0;
+        for (int bit = 0; bit < 8; bit++) reversed |= (byte >> bit & 1) << (7 - bit);
+        byte_reversed[byte] = (uint8_t)reversed;
+    }
     for (int n = 0; n < 16; n++) {
         float count = (float)n;
         point_units[n][0] = count >= 1.0f;
@@ -96,178 +95,196 @@ static void build_tables(void) {
         point_units[n][2] = count >= 3.0f;
         point_units[n][3] = (count > 3.0f ? count - 3.0f : 0.0f) * 0.5f;
     }
-    /* The rolls in gnubg_inputs.ROLLS order: high 1..6, low 1..high. */
-    way_count = 0;
-    int roll = 0;
-    for (int high = 1; high <= 6; high++) {
-        for (int low = 1; low <= high; low++, roll++) {
-            int options[4][6]; /* distance, faces, intermediates x3, all needed */
-            int option_count;
-            if (high == low) {
-                option_count = 4;
-                for (int steps = 1; steps <= 4; steps++) {
-                    int *option = options[steps - 1];
-                    option[0] = high * steps;
-                    option[1] = steps;
-                    for (int k = 0; k < 3; k++) option[2 + k] = k + 1 < steps ? high * (k + 1) : 0;
-                    option[5] = 1;
-                }
-            } else {
-                option_count = 3;
-                int single[2] = {high, low};
-                for (int s = 0; s < 2; s++) {
-                    int *option = options[s];
-                    option[0] = single[s], option[1] = 1, option[2] = option[3] = option[4] = 0, option[5] = 1;
-                }
-                int *option = options[2];
-                option[0] = high + low, option[1] = 2, option[2] = high, option[3] = low, option[4] = 0;
-                option[5] = 0;
-            }
-            for (int slot = 0; slot < 4; slot++) roll_way[roll][slot] = NO_WAY;
-            for (int slot = 0; slot < option_count; slot++) {
-                int *option = options[slot];
-                int found = NO_WAY;
-                for (int w = 0; w < way_count && found == NO_WAY; w++) {
-                    if (way_distance[w] == option[0] && way_faces[w] == option[1] &&
-                        way_intermediate[w][0] == option[2] && way_intermediate[w][1] == option[3] &&
-                        way_intermediate[w][2] == option[4] && way_all_needed[w] == option[5])
-                        found = w;
-                }
-                if (found == NO_WAY) {
-                    found = way_count++;
-                    way_distance[found] = option[0];
-                    way_faces[found] = option[1];
-                    for (int k = 0; k < 3; k++) way_intermediate[found][k] = option[2 + k];
-                    way_all_needed[found] = option[5];
-                }
-                roll_way[roll][slot] = found;
-            }
-            roll_double[roll] = high == low;
-            roll_weight[roll] = high == low ? 1 : 2;
-            for (int slot = 0; slot < 4; slot++) roll_other_die[roll][slot] = 0;
-            if (high == low) {
-                roll_other_die[roll][0] = high;
-            } else {
-                roll_other_die[roll][0] = low;
-                roll_other_die[roll][1] = high;
-            }
-        }
-    }
 }
 
 static inline int highest_bit(uint32_t mask) { return mask ? 31 - __builtin_clz(mask) : -1; }
+/* Without -mpopcnt __builtin_popcount is a library call; these masks have few bits. */
+static inline int popcount(uint32_t mask) {
+    int count = 0;
+    for (; mask; mask &= mask - 1) count++;
+    return count;
+}
 static inline int max_int(int a, int b) { return a > b ? a : b; }
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
 /* ------------------------------------------------------------------------------------------------ */
-/* gnubg_inputs.half_features: the 25 features of the side ``ours`` against ``theirs``. Both in GNU's
- * half-board view (side_counts): index i is the side's own point i + 1, index 24 its bar. */
+/* gnubg_inputs.half_features: the 25 features of one side ("us") against the other ("them"), both in
+ * GNU's half-board view (gnubg_inputs.side_counts): index i is the side's own point i + 1, index 24 its
+ * bar. The point masks of each side are built once per position and read by both halves. */
 
-/* _shots: (pip loss, rolls with a hit, rolls with two hits), each summed over the 36 rolls. */
-static void shots(const int *ours, uint32_t blocked, uint32_t blot, int *pip_loss, int *one, int *two) {
-    int home_points = 0;
-    for (int i = 0; i < 6; i++) home_points += ours[i] > 0;
-    uint32_t hitter = 0;
-    for (int i = 0; i < 25; i++)
-        if (ours[i] > 0 && !(i < 6 && ours[i] == 2)) hitter |= 1u << i;
-    /* Blots on our 1- and 2-points are no targets with fewer than three home points. */
-    uint32_t targets = home_points > 2 ? blot : blot & ~3u;
+typedef struct {
+    int count[25];
+    uint32_t occupied;    /* bit i: count[i] > 0, for i in 0..24 (the bar too) */
+    uint32_t made;        /* bits 0..23: count[i] >= 2 */
+    uint32_t made_seen;   /* ``made`` in the other side's indices: its index 23 - i */
+    uint32_t blot_seen;   /* bits 0..23 in the other side's indices: count == 1 */
+} Side;
+
+/* ``shots`` of a side with none on the bar (the common case), without a branch on the board: each die
+ * hits from its rearmost hitter, the second die again unless it is the same lone checker as the first's
+ * (a double's single step twice when several checkers hit); a way using both dice, or two to four steps
+ * of a double, with one checker counts one hit, two with a blot on its way; a roll's pips are the
+ * farthest point number of a blot it hits. */
+static void shots_none_on_bar(const int *single_source, const int *single_several, const uint32_t *ahead_blocked,
+                              const uint32_t *ahead_target, uint32_t blot, const int *ours, int *pip_loss,
+                              int *one, int *two) {
+    int single_pips[7], single_stacked[7];
+    for (int die = 1; die <= 6; die++) {
+        int source = single_source[die], hits = source >= 0;
+        single_pips[die] = hits * (source - die + 1);
+        single_stacked[die] = hits && ours[source] > 1;
+    }
+    int total_pips = 0, rolls_one = 0, rolls_two = 0;
+#pragma GCC unroll 16
+    for (int high = 2; high <= 6; high++) {
+#pragma GCC unroll 8
+        for (int low = 1; low < high; low++) {
+            int first = single_source[high], second = single_source[low];
+            int hits = (first >= 0) + ((second >= 0) & ((second != first) | single_stacked[low]));
+            int pips = max_int(single_pips[high], single_pips[low]);
+            uint32_t both = ahead_target[high + low] & ~(ahead_blocked[high] & ahead_blocked[low]);
+            int has = both != 0, source = 31 - __builtin_clz(both | 1);
+            int on_path = (int)(((blot << high | blot << low) >> source) & 1);
+            hits += (has & (hits == 0)) + (has & on_path);
+            pips = max_int(pips, has * (source - high - low + 1));
+            total_pips += 2 * pips;
+            rolls_one += 2 * (hits > 0);
+            rolls_two += 2 * (hits > 1);
+        }
+    }
+#pragma GCC unroll 8
+    for (int die = 1; die <= 6; die++) {
+        int hits = (single_source[die] >= 0) * (1 + single_several[die]);
+        int pips = single_pips[die];
+        uint32_t stopped = 0, passed_blots = 0;
+#pragma GCC unroll 4
+        for (int steps = 2; steps <= 4; steps++) {
+            stopped |= ahead_blocked[die * (steps - 1)];
+            passed_blots |= blot << (die * (steps - 1));
+            uint32_t hitting = ahead_target[die * steps] & ~stopped;
+            int has = hitting != 0, source = 31 - __builtin_clz(hitting | 1);
+            hits += (has & (hits == 0)) + (has & (int)(passed_blots >> source & 1));
+            pips = max_int(pips, has * (source - die * steps + 1));
+        }
+        total_pips += pips;
+        rolls_one += hits > 0;
+        rolls_two += hits > 1;
+    }
+    *pip_loss = total_pips, *one = rolls_one, *two = rolls_two;
+}
+
+/* _shots: (pip loss, rolls with a hit, rolls with two hits), each summed over the 36 rolls (the
+ * reference's float sums before their division). ``blocked`` and ``blot``: the other side's made points
+ * and blots, in our indices.
+ *
+ * The reference loops over each roll's ways to hit (its "slots": the two dice and their sum, or the one
+ * to four steps of a double) with masks over every (roll, slot); here the same rules are written out per
+ * kind of roll, with the hitters of each way found on point bit masks. Shifting a mask up by p moves
+ * every point p pips back: bit s of ``ahead_blocked[p]`` is a blocked point p pips in front of index s,
+ * bit s of ``ahead_target[d]`` a hitter on s with a target d pips in front. */
+static void shots(const int *ours, uint32_t occupied, uint32_t blocked, uint32_t blot, int *pip_loss,
+                  int *one, int *two) {
     *pip_loss = *one = *two = 0;
+    /* Blots on our 1- and 2-points are no targets with fewer than three home points. */
+    uint32_t targets = popcount(occupied & 0x3F) > 2 ? blot : blot & ~3u;
+    /* Hitters: our checkers, but not from a home point of exactly two. */
+    uint32_t hitter = occupied;
+    for (int i = 0; i < 6; i++)
+        if (ours[i] == 2) hitter &= ~(1u << i);
     if (!targets || !hitter) return; /* no way hits: every roll counts 0 */
 
-    /* Per way: the hitters (bit s: a checker on index s hits a target s - distance pips ahead). */
-    int rearmost[MAX_WAYS], rearmost_point[MAX_WAYS], several[MAX_WAYS], from_bar[MAX_WAYS];
-    for (int w = 0; w < way_count; w++) {
-        uint32_t stops[3];
-        for (int k = 0; k < 3; k++) {
-            int pips = way_intermediate[w][k];
-            stops[k] = pips ? blocked << pips : 0;
-        }
-        /* A double needs every intermediate point open; two dice need one of their two. */
-        uint32_t stopped = way_all_needed[w] ? stops[0] | stops[1] | stops[2] : stops[0] & stops[1];
-        uint32_t hits = hitter & (targets << way_distance[w]) & ~stopped & MASK25;
-        rearmost[w] = highest_bit(hits);
-        rearmost_point[w] = highest_bit(hits & POINTS_MASK);
-        several[w] = (hits & (hits - 1)) != 0;
-        from_bar[w] = hits >> 24 & 1;
+    uint32_t ahead_blocked[19], ahead_target[25];
+    for (int p = 0; p < 19; p++) ahead_blocked[p] = blocked << p;
+    for (int d = 1; d < 25; d++) ahead_target[d] = (targets << d) & hitter & MASK25;
+    int on_bar = ours[24];
+    int total_pips = 0, rolls_one = 0, rolls_two = 0;
+
+    /* Each single die: its rearmost hitter (the bar included, -1 for none), whether several hit, its
+     * rearmost hitter on a point, whether the checker on the bar hits. */
+    int single_source[7], single_several[7], single_point[7], single_bar[7];
+    for (int die = 1; die <= 6; die++) {
+        uint32_t hits = ahead_target[die];
+        single_source[die] = highest_bit(hits);
+        single_several[die] = (hits & (hits - 1)) != 0;
+        single_point[die] = highest_bit(hits & POINTS_MASK);
+        single_bar[die] = hits >> 24 & 1;
     }
 
-    int on_bar = ours[24];
-    for (int roll = 0; roll < ROLL_COUNT; roll++) {
-        int hits = 0, pips = 0;
-        if (on_bar == 0) {
-            int previous = -1;
-            for (int slot = 0; slot < 4; slot++) {
-                int w = roll_way[roll][slot];
-                if (w == NO_WAY) continue;
-                int source = rearmost[w];
-                if (source < 0) continue;
-                if (way_faces[w] == 1) {
-                    hits += (previous != source || ours[source] > 1) + (roll_double[roll] && several[w]);
-                    previous = source;
-                } else {
-                    int on_path = 0;
-                    for (int k = 0; k < 3; k++) {
-                        int step = way_intermediate[w][k];
-                        if (step > 0) on_path |= blot >> (source - step) & 1;
-                    }
-                    hits = (hits == 0 ? 1 : hits) + on_path;
+    if (on_bar == 0) {
+        shots_none_on_bar(single_source, single_several, ahead_blocked, ahead_target, blot, ours, pip_loss, one,
+                          two);
+        return;
+    }
+    for (int high = 2; high <= 6; high++) {
+        for (int low = 1; low < high; low++) {
+            /* Both dice with one checker: one of the two landing points must be open. */
+            uint32_t both = ahead_target[high + low] & ~(ahead_blocked[high] & ahead_blocked[low]);
+            int hits, pips;
+            if (on_bar == 1) {
+                /* Hits from the bar count; a hit from a point with one die counts once, when the other
+                 * die enters (the higher die's hit first). */
+                int extra_high = single_point[high] >= 0 && !(blocked >> (24 - low) & 1);
+                int extra_low = single_point[low] >= 0 && !extra_high && !(blocked >> (24 - high) & 1);
+                hits = single_bar[high] + extra_high + single_bar[low] + extra_low;
+                pips = max_int(single_bar[high] ? 25 - high : 0, extra_high ? single_point[high] - high + 1 : 0);
+                pips = max_int(pips, single_bar[low] ? 25 - low : 0);
+                pips = max_int(pips, extra_low ? single_point[low] - low + 1 : 0);
+                if (both >> 24 & 1) {
+                    hits = (hits == 0 ? 1 : hits) + (int)(((blot << high | blot << low) >> 24) & 1);
+                    pips = max_int(pips, 25 - high - low);
                 }
-                pips = max_int(pips, source - way_distance[w] + 1);
+            } else {
+                /* Two or more on the bar: single dice from the bar only. */
+                hits = single_bar[high] + single_bar[low];
+                pips = max_int(single_bar[high] ? 25 - high : 0, single_bar[low] ? 25 - low : 0);
             }
-        } else if (on_bar == 1) {
-            int entered = 0;
-            for (int slot = 0; slot < 4; slot++) {
-                int w = roll_way[roll][slot];
-                if (w == NO_WAY) continue;
-                int bar = from_bar[w];
-                int other = roll_other_die[roll][slot];
-                int enters = other > 0 && !(blocked >> (24 - other) & 1);
-                int point = rearmost_point[w];
-                int direct = way_faces[w] == 1;
-                int extra = point >= 0 && !entered && enters && direct;
-                if (direct) {
-                    hits += bar + extra;
-                } else if (bar) {
-                    int on_path = 0;
-                    for (int k = 0; k < 3; k++) {
-                        int step = way_intermediate[w][k];
-                        if (step > 0) on_path |= blot >> (24 - step) & 1;
-                    }
-                    hits = (hits == 0 ? 1 : hits) + on_path;
-                }
-                entered |= extra;
-                if (bar) pips = max_int(pips, 25 - way_distance[w]);
-                if (extra) pips = max_int(pips, point - way_distance[w] + 1);
-            }
+            total_pips += 2 * pips;
+            rolls_one += 2 * (hits > 0);
+            rolls_two += 2 * (hits > 1);
+        }
+    }
+
+    for (int die = 1; die <= 6; die++) {
+        int hits, pips;
+        if (on_bar == 1) {
+            int extra = single_point[die] >= 0 && !(blocked >> (24 - die) & 1);
+            hits = single_bar[die] + extra;
+            pips = max_int(single_bar[die] ? 25 - die : 0, extra ? single_point[die] - die + 1 : 0);
         } else {
-            for (int slot = 0; slot < 2; slot++) {
-                int w = roll_way[roll][slot];
-                if (way_faces[w] == 1 && from_bar[w]) {
-                    hits += 1;
-                    pips = max_int(pips, 25 - way_distance[w]);
+            hits = single_bar[die];
+            pips = single_bar[die] ? 25 - die : 0;
+        }
+        if (on_bar == 1) {
+            /* Two, three and four steps from the bar: every landing point on the way must be open; each
+             * counts one hit, two with a blot on the way. */
+            uint32_t stopped = 0, passed_blots = 0;
+            for (int steps = 2; steps <= 4; steps++) {
+                stopped |= ahead_blocked[die * (steps - 1)];
+                passed_blots |= blot << (die * (steps - 1));
+                if ((ahead_target[die * steps] & ~stopped) >> 24 & 1) {
+                    hits = (hits == 0 ? 1 : hits) + (int)(passed_blots >> 24 & 1);
+                    pips = max_int(pips, 25 - die * steps);
                 }
             }
         }
-        int weight = roll_weight[roll];
-        *pip_loss += pips * weight;
-        *one += (hits > 0) * weight;
-        *two += (hits > 1) * weight;
+        total_pips += pips;
+        rolls_one += hits > 0;
+        rolls_two += hits > 1;
     }
+    *pip_loss = total_pips, *one = rolls_one, *two = rolls_two;
 }
 
 /* GNU's I_TIMING recipe (gnubg_inputs._timing), before the / 100. */
-static int timing_pips(const int *ours, int their_back_ours) {
+static int timing_pips(const Side *us, int their_back_ours) {
+    const int *ours = us->count;
     int limit = max_int(their_back_ours, 11);
-    int pips = 0, free_checkers = 0;
-    for (int i = 6; i < 24; i++) {
-        int here = ours[i];
+    int pips = ours[24] * 24, free_checkers = ours[24];
+    for (uint32_t points = us->occupied & 0xFFFFC0; points; points &= points - 1) { /* indices 6..23 */
+        int i = __builtin_ctz(points), here = ours[i];
         int counted = i > limit ? (here > 2 ? here - 2 : here == 1) : here;
         pips += counted * i;
         free_checkers += counted;
     }
-    pips += ours[24] * 24;
-    free_checkers += ours[24];
     for (int point = 5; point >= 0; point--) {
         int here = ours[point];
         int spare = max_int(here - 2, 0), lack = max_int(2 - here, 0);
@@ -278,48 +295,44 @@ static int timing_pips(const int *ours, int their_back_ours) {
     return max_int(pips, 0);
 }
 
-static void half_features(const int *ours, const int *theirs, int checkers_per_side, float *out) {
-    /* Masks in our indices: our made points; the opponent's made points and blots (its index j is our
-     * 23 - j). */
-    uint32_t made = 0, blocked = 0, blot = 0;
-    int count = 0, index_sum = 0, their_back = -1, back = -1;
-    for (int i = 0; i < 24; i++) {
-        made |= (uint32_t)(ours[i] >= 2) << i;
-        blocked |= (uint32_t)(theirs[23 - i] >= 2) << i;
-        blot |= (uint32_t)(theirs[23 - i] == 1) << i;
-    }
-    for (int i = 0; i < 25; i++) {
-        count += ours[i];
-        index_sum += ours[i] * i;
-        if (theirs[i] > 0) their_back = i;
-        if (ours[i] > 0) back = i;
-    }
-    int their_back_ours = 23 - their_back; /* 24 when they have none left, -1 with one on their bar */
+/* The mask of bits low..high (none when high < low). */
+static inline uint32_t bits_between(int low, int high) {
+    if (high < low) return 0;
+    return (uint32_t)(((uint64_t)2 << high) - ((uint64_t)1 << low));
+}
 
-    int off = max_int(checkers_per_side - count, 0);
-    int break_contact = 0, free_pip = 0;
-    for (int i = 0; i < 25; i++) {
-        if (i > their_back_ours) break_contact += ours[i] * (i + 1 - their_back_ours);
-        if (i < their_back_ours) free_pip += ours[i] * (i + 1);
+static void half_features(const Side *us, const Side *them, int checkers_per_side, float *out) {
+    const int *ours = us->count;
+    uint32_t made = us->made, blocked = them->made_seen, blot = them->blot_seen;
+    int their_back = highest_bit(them->occupied);  /* in their indices; -1 when none is left */
+    int their_back_ours = 23 - their_back;        /* 24 when none is left, -1 with one on their bar */
+    int back = highest_bit(us->occupied);
+
+    /* Sums over our checkers; the bar (index 24) by its count, whatever it holds. */
+    int count = ours[24], index_sum = 24 * ours[24], break_contact = 0, free_pip = 0;
+    if (24 > their_back_ours) break_contact += ours[24] * (25 - their_back_ours);
+    if (24 < their_back_ours) free_pip += ours[24] * 25;
+    for (uint32_t points = us->occupied & POINTS_MASK; points; points &= points - 1) {
+        int i = __builtin_ctz(points), here = ours[i];
+        count += here;
+        index_sum += here * i;
+        if (i > their_back_ours) break_contact += here * (i + 1 - their_back_ours);
+        if (i < their_back_ours) free_pip += here * (i + 1);
     }
+    int off = max_int(checkers_per_side - count, 0);
 
     int anchor_limit = min_int(back, 23);
-    int back_anchor = -1;
-    for (int i = 0; i <= anchor_limit; i++)
-        if (made >> i & 1) back_anchor = i;
-    int home_anchor = 99;
-    for (int i = back_anchor; i >= 18; i--)
-        if (made >> i & 1) home_anchor = i;
-    int outer_anchor = -1;
-    for (int i = 12; i <= 17; i++)
-        if (made >> i & 1) outer_anchor = i;
+    int back_anchor = highest_bit(made & bits_between(0, anchor_limit));
+    uint32_t home = made & bits_between(18, back_anchor);
+    int home_anchor = home ? __builtin_ctz(home) : 99;
+    int outer_anchor = highest_bit(made & bits_between(12, 17));
     int forward = home_anchor < 99 ? 24 - home_anchor : outer_anchor >= 0 ? 24 - outer_anchor : 0;
 
     int pip_loss, one, two;
-    shots(ours, blocked, blot, &pip_loss, &one, &two);
+    shots(ours, us->occupied, blocked, blot, &pip_loss, &one, &two);
 
-    /* The opponent's escapes through our made points, by its index n (bit k: its index n - 1 - k,
-     * our index 24 - n + k). */
+    /* The opponent's escapes through our made points, by its index n: bit k of the pattern is its index
+     * n - 1 - k, our index 24 - n + k. */
     int back_escapes = 36, back_rescapes = 0;
     if (their_back >= 0) {
         int pattern = (made >> (24 - their_back)) & 0xFFF;
@@ -337,31 +350,35 @@ static void half_features(const int *ours, const int *theirs, int checkers_per_s
      * i - 1 - k. */
     int mobility = 0;
     uint64_t shifted = (uint64_t)blocked << 12;
-    for (int i = 6; i < 25; i++)
-        if (ours[i]) mobility += ours[i] * (i - 5) * escapes_reversed[(shifted >> i) & 0xFFF];
+    for (uint32_t points = us->occupied & 0x1FFFFC0; points; points &= points - 1) { /* indices 6..24 */
+        int i = __builtin_ctz(points);
+        mobility += ours[i] * (i - 5) * escapes_reversed[(shifted >> i) & 0xFFF];
+    }
+    if (ours[24] < 0) mobility += ours[24] * 19 * escapes_reversed[(shifted >> 24) & 0xFFF];
 
     float mean = ceilf((float)index_sum / (float)max_int(count, 1));
     int ahead_count = 0, spread = 0;
-    for (int i = 0; i < 25; i++) {
-        if ((float)i > mean) {
-            int distance = i - (int)mean;
-            ahead_count += ours[i];
-            spread += ours[i] * distance * distance;
-        }
+    int mean_index = (int)mean; /* an integer: the ceiling */
+    for (uint32_t points = us->occupied & POINTS_MASK; points; points &= points - 1) {
+        int i = __builtin_ctz(points), distance = i - mean_index;
+        if (distance > 0) ahead_count += ours[i], spread += ours[i] * distance * distance;
     }
+    if (24 > mean_index) ahead_count += ours[24], spread += ours[24] * (24 - mean_index) * (24 - mean_index);
     float moment2 = ceilf((float)spread / (float)max_int(ahead_count, 1)) / 400.0f;
 
-    /* Entering: their home points, where we enter with die d + 1. */
-    int closed[6], closed_count = 0;
-    for (int d = 0; d < 6; d++) closed[d] = theirs[d] >= 2, closed_count += closed[d];
+    /* Entering: their home points, where we enter with die d + 1 (our indices 23 - d). */
+    int closed_pattern = blocked >> 18 & 0x3F; /* bit 5 - d */
+    int closed_count = popcount(closed_pattern);
     int enter_loss = 0;
     if (ours[24] > 0) {
         int doubles = 0, both = 0, single = 0;
         for (int i = 0; i < 6; i++) {
-            doubles += closed[i] * 4 * (i + 1);
+            int closed_i = closed_pattern >> (5 - i) & 1;
+            doubles += closed_i * 4 * (i + 1);
             for (int j = i + 1; j < 6; j++) {
-                both += closed[i] * closed[j] * (i + j + 2);
-                single += closed[i] * !closed[j] * (i + 1) + !closed[i] * closed[j] * (j + 1);
+                int closed_j = closed_pattern >> (5 - j) & 1;
+                both += closed_i * closed_j * (i + j + 2);
+                single += closed_i * !closed_j * (i + 1) + !closed_i * closed_j * (j + 1);
             }
         }
         enter_loss = doubles + 2 * both + (ours[24] > 1 ? 2 * single : 0);
@@ -371,16 +388,14 @@ static void half_features(const int *ours, const int *theirs, int checkers_per_s
     uint32_t candidates = made & 0xFFFFFE; /* indices 1..23 */
     int top = highest_bit(candidates);
     int pairs = 0, closeness = 0;
-    for (int i = 1; i < top; i++) {
-        if (candidates >> i & 1) {
-            int gap = top - i;
-            pairs += 1;
-            closeness += gap <= 6 ? 11 : gap <= 11 ? 13 - gap : 0;
-        }
+    for (uint32_t behind = candidates & bits_between(0, top - 1); behind; behind &= behind - 1) {
+        int gap = top - __builtin_ctz(behind);
+        pairs += 1;
+        closeness += gap <= 6 ? 11 : gap <= 11 ? 13 - gap : 0;
     }
     float backbone = pairs > 0 ? 1.0f - (float)closeness / ((float)pairs * 11.0f) : 0.0f;
 
-    int anchors = __builtin_popcount(made & 0xFC0000); /* indices 18..23 */
+    int anchors = popcount(made & 0xFC0000); /* indices 18..23 */
     int back_game_checkers = 0;
     for (int i = 18; i < 25; i++) back_game_checkers += ours[i];
 
@@ -405,7 +420,7 @@ static void half_features(const int *ours, const int *theirs, int checkers_per_s
     out[16] = moment2;
     out[17] = (float)enter_loss / 294.0f;
     out[18] = (float)(36 - (closed_count - 6) * (closed_count - 6)) / 36.0f;
-    out[19] = (float)timing_pips(ours, their_back_ours) / 100.0f;
+    out[19] = (float)timing_pips(us, their_back_ours) / 100.0f;
     out[20] = backbone;
     out[21] = anchors > 1 ? (float)(back_game_checkers - 3) / 4.0f : 0.0f;
     out[22] = anchors == 1 ? (float)back_game_checkers / 8.0f : 0.0f;
@@ -514,17 +529,65 @@ static void crossings(const int8_t *board, float *out) {
     out[1] = (float)opponent / 10.0f;
 }
 
+/* Bits 0..23 of ``mask`` in reverse order: a mask by one side's indices seen from the other side. */
+static inline uint32_t reverse24(uint32_t mask) {
+    return (uint32_t)byte_reversed[mask & 0xFF] << 16 | (uint32_t)byte_reversed[mask >> 8 & 0xFF] << 8 |
+           byte_reversed[mask >> 16 & 0xFF];
+}
+
+/* Point masks of the board's columns 1..24 (bit p - 1 for point p): counts > 0, >= 2, == 1, < 0, <= -2,
+ * == -1. With SSE2 (every x86-64) 16 columns a comparison; the two loads, columns 1..16 and 12..27,
+ * stay inside the 28-byte row. */
+static void point_masks(const int8_t *board, uint32_t masks[6]) {
+#ifdef __SSE2__
+    __m128i low = _mm_loadu_si128((const __m128i *)(board + 1)), high = _mm_loadu_si128((const __m128i *)(board + 12));
+    __m128i zero = _mm_setzero_si128(), one = _mm_set1_epi8(1), minus_one = _mm_set1_epi8(-1);
+#define POINT_MASK(compare, value)                                                                            \
+    ((uint32_t)_mm_movemask_epi8(compare(low, value)) |                                                         \
+     ((uint32_t)_mm_movemask_epi8(compare(high, value)) & 0x1FFF) << 11)
+    masks[0] = POINT_MASK(_mm_cmpgt_epi8, zero);
+    masks[1] = POINT_MASK(_mm_cmpgt_epi8, one);
+    masks[2] = POINT_MASK(_mm_cmpeq_epi8, one);
+    masks[3] = POINT_MASK(_mm_cmplt_epi8, zero);
+    masks[4] = POINT_MASK(_mm_cmplt_epi8, minus_one);
+    masks[5] = POINT_MASK(_mm_cmpeq_epi8, minus_one);
+#undef POINT_MASK
+#else
+    for (int k = 0; k < 6; k++) masks[k] = 0;
+    for (int i = 0; i < 24; i++) {
+        int count = board[i + 1];
+        masks[0] |= (uint32_t)(count > 0) << i;
+        masks[1] |= (uint32_t)(count > 1) << i;
+        masks[2] |= (uint32_t)(count == 1) << i;
+        masks[3] |= (uint32_t)(count < 0) << i;
+        masks[4] |= (uint32_t)(count < -1) << i;
+        masks[5] |= (uint32_t)(count == -1) << i;
+    }
+#endif
+}
+
 /* gnubg_inputs.contact_features: 50 units. */
 static void contact(const int8_t *board, int checkers_per_side, float *out) {
-    int ours[25], theirs[25];
+    Side mover, opponent;
     for (int i = 0; i < 24; i++) {
-        ours[i] = positive(board[i + 1]);
-        theirs[i] = positive(-board[24 - i]);
+        /* Our index i is board column i + 1; the opponent's index i is column 24 - i. */
+        mover.count[i] = positive(board[i + 1]);
+        opponent.count[i] = positive(-board[24 - i]);
     }
-    ours[24] = board[MOVER_BAR] + board[MOVER_IN_HAND];
-    theirs[24] = -(board[OPPONENT_BAR] + board[OPPONENT_IN_HAND]);
-    half_features(ours, theirs, checkers_per_side, out);
-    half_features(theirs, ours, checkers_per_side, out + HALF);
+    mover.count[24] = board[MOVER_BAR] + board[MOVER_IN_HAND];
+    opponent.count[24] = -(board[OPPONENT_BAR] + board[OPPONENT_IN_HAND]);
+    uint32_t masks[6];
+    point_masks(board, masks);
+    mover.occupied = masks[0] | (uint32_t)(mover.count[24] > 0) << 24;
+    mover.made = masks[1];
+    mover.made_seen = reverse24(masks[1]);
+    mover.blot_seen = reverse24(masks[2]);
+    opponent.occupied = reverse24(masks[3]) | (uint32_t)(opponent.count[24] > 0) << 24;
+    opponent.made = reverse24(masks[4]);
+    opponent.made_seen = masks[4];
+    opponent.blot_seen = masks[5];
+    half_features(&mover, &opponent, checkers_per_side, out);
+    half_features(&opponent, &mover, checkers_per_side, out + HALF);
 }
 
 static void encode_row(int kind, const int8_t *board, int checkers_per_side, float *out) {
