@@ -11,7 +11,7 @@
  * side (> 0 the mover's, < 0 the opponent's), 25 the mover's bar, 26 and 27 checkers in hand (mover >= 0,
  * opponent <= 0).
  *
- * Python entry point: encode(kind, board, rows, checkers_per_side, out, threads), with ``board`` and
+ * Python entry point: encode(kind, board, rows, checkers_per_side, out, threads[, skip]), with ``board`` and
  * ``out`` objects exposing a C-contiguous buffer (numpy views of the tensors): int8[rows, 28] in,
  * float32[rows, width(kind)] out. The GIL is released while it runs; ``threads`` > 1 splits the rows.
  */
@@ -189,8 +189,7 @@ static void shots(const int *ours, uint32_t occupied, uint32_t blocked, uint32_t
     uint32_t targets = popcount(occupied & 0x3F) > 2 ? blot : blot & ~3u;
     /* Hitters: our checkers, but not from a home point of exactly two. */
     uint32_t hitter = occupied;
-    for (int i = 0; i < 6; i++)
-        if (ours[i] == 2) hitter &= ~(1u << i);
+    for (int i = 0; i < 6; i++) hitter &= ~((uint32_t)(ours[i] == 2) << i);
     if (!targets || !hitter) return; /* no way hits: every roll counts 0 */
 
     uint32_t ahead_blocked[19], ahead_target[25];
@@ -301,7 +300,10 @@ static inline uint32_t bits_between(int low, int high) {
     return (uint32_t)(((uint64_t)2 << high) - ((uint64_t)1 << low));
 }
 
-static void half_features(const Side *us, const Side *them, int checkers_per_side, float *out) {
+/* Feature groups a benchmark may leave out (``skip``), to say where the time goes; they read 0 then. */
+enum { SKIP_SHOTS = 1, SKIP_ESCAPES = 2, SKIP_TIMING = 4, SKIP_ENTERING_BACKBONE = 8 };
+
+static void half_features(const Side *us, const Side *them, int checkers_per_side, int skip, float *out) {
     const int *ours = us->count;
     uint32_t made = us->made, blocked = them->made_seen, blot = them->blot_seen;
     int their_back = highest_bit(them->occupied);  /* in their indices; -1 when none is left */
@@ -328,33 +330,33 @@ static void half_features(const Side *us, const Side *them, int checkers_per_sid
     int outer_anchor = highest_bit(made & bits_between(12, 17));
     int forward = home_anchor < 99 ? 24 - home_anchor : outer_anchor >= 0 ? 24 - outer_anchor : 0;
 
-    int pip_loss, one, two;
-    shots(ours, us->occupied, blocked, blot, &pip_loss, &one, &two);
+    int pip_loss = 0, one = 0, two = 0;
+    if (!(skip & SKIP_SHOTS)) shots(ours, us->occupied, blocked, blot, &pip_loss, &one, &two);
 
     /* The opponent's escapes through our made points, by its index n: bit k of the pattern is its index
      * n - 1 - k, our index 24 - n + k. */
-    int back_escapes = 36, back_rescapes = 0;
-    if (their_back >= 0) {
-        int pattern = (made >> (24 - their_back)) & 0xFFF;
-        back_escapes = escapes[pattern];
-        back_rescapes = escapes_past_first[pattern];
-    }
-    int fewest_all = 36, fewest_behind = 36;
-    for (int n = 15; n <= 23; n++) {
-        int escaping = escapes[(made >> (24 - n)) & 0xFFF];
-        fewest_all = min_int(fewest_all, escaping);
-        if (n <= their_back) fewest_behind = min_int(fewest_behind, escaping);
-    }
+    int back_escapes = 36, back_rescapes = 0, fewest_all = 36, fewest_behind = 36, mobility = 0;
+    if (!(skip & SKIP_ESCAPES)) {
+        if (their_back >= 0) {
+            int pattern = (made >> (24 - their_back)) & 0xFFF;
+            back_escapes = escapes[pattern];
+            back_rescapes = escapes_past_first[pattern];
+        }
+        for (int n = 15; n <= 23; n++) {
+            int escaping = escapes[(made >> (24 - n)) & 0xFFF];
+            fewest_all = min_int(fewest_all, escaping);
+            if (n <= their_back) fewest_behind = min_int(fewest_behind, escaping);
+        }
 
-    /* Our checkers' escapes through the opponent's points: bit 11 - k of the window is our index
-     * i - 1 - k. */
-    int mobility = 0;
-    uint64_t shifted = (uint64_t)blocked << 12;
-    for (uint32_t points = us->occupied & 0x1FFFFC0; points; points &= points - 1) { /* indices 6..24 */
-        int i = __builtin_ctz(points);
-        mobility += ours[i] * (i - 5) * escapes_reversed[(shifted >> i) & 0xFFF];
+        /* Our checkers' escapes through the opponent's points: bit 11 - k of the window is our index
+         * i - 1 - k. */
+        uint64_t shifted = (uint64_t)blocked << 12;
+        for (uint32_t points = us->occupied & 0x1FFFFC0; points; points &= points - 1) { /* indices 6..24 */
+            int i = __builtin_ctz(points);
+            mobility += ours[i] * (i - 5) * escapes_reversed[(shifted >> i) & 0xFFF];
+        }
+        if (ours[24] < 0) mobility += ours[24] * 19 * escapes_reversed[(shifted >> 24) & 0xFFF];
     }
-    if (ours[24] < 0) mobility += ours[24] * 19 * escapes_reversed[(shifted >> 24) & 0xFFF];
 
     float mean = ceilf((float)index_sum / (float)max_int(count, 1));
     int ahead_count = 0, spread = 0;
@@ -370,7 +372,7 @@ static void half_features(const Side *us, const Side *them, int checkers_per_sid
     int closed_pattern = blocked >> 18 & 0x3F; /* bit 5 - d */
     int closed_count = popcount(closed_pattern);
     int enter_loss = 0;
-    if (ours[24] > 0) {
+    if (ours[24] > 0 && !(skip & SKIP_ENTERING_BACKBONE)) {
         int doubles = 0, both = 0, single = 0;
         for (int i = 0; i < 6; i++) {
             int closed_i = closed_pattern >> (5 - i) & 1;
@@ -388,6 +390,7 @@ static void half_features(const Side *us, const Side *them, int checkers_per_sid
     uint32_t candidates = made & 0xFFFFFE; /* indices 1..23 */
     int top = highest_bit(candidates);
     int pairs = 0, closeness = 0;
+    if (skip & SKIP_ENTERING_BACKBONE) candidates = 0;
     for (uint32_t behind = candidates & bits_between(0, top - 1); behind; behind &= behind - 1) {
         int gap = top - __builtin_ctz(behind);
         pairs += 1;
@@ -420,7 +423,7 @@ static void half_features(const Side *us, const Side *them, int checkers_per_sid
     out[16] = moment2;
     out[17] = (float)enter_loss / 294.0f;
     out[18] = (float)(36 - (closed_count - 6) * (closed_count - 6)) / 36.0f;
-    out[19] = (float)timing_pips(us, their_back_ours) / 100.0f;
+    out[19] = skip & SKIP_TIMING ? 0.0f : (float)timing_pips(us, their_back_ours) / 100.0f;
     out[20] = backbone;
     out[21] = anchors > 1 ? (float)(back_game_checkers - 3) / 4.0f : 0.0f;
     out[22] = anchors == 1 ? (float)back_game_checkers / 8.0f : 0.0f;
@@ -567,7 +570,7 @@ static void point_masks(const int8_t *board, uint32_t masks[6]) {
 }
 
 /* gnubg_inputs.contact_features: 50 units. */
-static void contact(const int8_t *board, int checkers_per_side, float *out) {
+static void contact(const int8_t *board, int checkers_per_side, int skip, float *out) {
     Side mover, opponent;
     for (int i = 0; i < 24; i++) {
         /* Our index i is board column i + 1; the opponent's index i is column 24 - i. */
@@ -586,18 +589,18 @@ static void contact(const int8_t *board, int checkers_per_side, float *out) {
     opponent.made = reverse24(masks[4]);
     opponent.made_seen = masks[4];
     opponent.blot_seen = masks[5];
-    half_features(&mover, &opponent, checkers_per_side, out);
-    half_features(&opponent, &mover, checkers_per_side, out + HALF);
+    half_features(&mover, &opponent, checkers_per_side, skip, out);
+    half_features(&opponent, &mover, checkers_per_side, skip, out + HALF);
 }
 
-static void encode_row(int kind, const int8_t *board, int checkers_per_side, float *out) {
+static void encode_row(int kind, const int8_t *board, int checkers_per_side, int skip, float *out) {
     switch (kind) {
     case KIND_CONTACT:
         tesauro(board, checkers_per_side, out);
-        contact(board, checkers_per_side, out + TESAURO);
+        contact(board, checkers_per_side, skip, out + TESAURO);
         break;
     case KIND_CONTACT_EXTRA:
-        contact(board, checkers_per_side, out);
+        contact(board, checkers_per_side, skip, out);
         break;
     case KIND_PLUS:
         tesauro(board, checkers_per_side, out);
@@ -626,7 +629,7 @@ static void encode_row(int kind, const int8_t *board, int checkers_per_side, flo
 /* Rows split over threads. */
 
 typedef struct {
-    int kind, checkers_per_side;
+    int kind, checkers_per_side, skip;
     const int8_t *board;
     float *out;
     Py_ssize_t first, last;
@@ -636,7 +639,8 @@ static void *encode_rows(void *argument) {
     const Work *work = argument;
     int width = KIND_WIDTH[work->kind];
     for (Py_ssize_t row = work->first; row < work->last; row++)
-        encode_row(work->kind, work->board + row * WIDTH, work->checkers_per_side, work->out + row * width);
+        encode_row(work->kind, work->board + row * WIDTH, work->checkers_per_side, work->skip,
+                   work->out + row * width);
     return NULL;
 }
 
@@ -645,10 +649,10 @@ enum { MAX_THREADS = 64, ROWS_PER_THREAD = 1024 };
 
 static PyObject *encode(PyObject *self, PyObject *args) {
     (void)self;
-    int kind, checkers_per_side, threads;
+    int kind, checkers_per_side, threads, skip = 0;
     Py_ssize_t rows;
     Py_buffer board, out;
-    if (!PyArg_ParseTuple(args, "iy*niw*i", &kind, &board, &rows, &checkers_per_side, &out, &threads))
+    if (!PyArg_ParseTuple(args, "iy*niw*i|i", &kind, &board, &rows, &checkers_per_side, &out, &threads, &skip))
         return NULL;
     PyObject *result = NULL;
     if (kind < 0 || kind >= KIND_COUNT) {
@@ -665,7 +669,7 @@ static PyObject *encode(PyObject *self, PyObject *args) {
         if (parts < 1) parts = 1;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t part = 0; part < parts; part++) {
-            work[part] = (Work){kind, checkers_per_side, board.buf, out.buf, rows * part / parts, rows * (part + 1) / parts};
+            work[part] = (Work){kind, checkers_per_side, skip, board.buf, out.buf, rows * part / parts, rows * (part + 1) / parts};
             /* Part 0 runs on this thread; a part whose thread fails to start runs here too. */
             if (part > 0) started[part] = pthread_create(&handles[part], NULL, encode_rows, &work[part]) == 0;
         }
@@ -687,8 +691,8 @@ static PyObject *encode(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"encode", encode, METH_VARARGS,
-     "encode(kind, board, rows, checkers_per_side, out, threads): fill out (float32[rows, width]) from board "
-     "(int8[rows, 28])."},
+     "encode(kind, board, rows, checkers_per_side, out, threads, skip=0): fill out (float32[rows, width]) from "
+     "board (int8[rows, 28]); skip: feature groups to leave out (SKIP_*), for benchmarks only."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -707,5 +711,9 @@ PyMODINIT_FUNC PyInit__fast_encoders(void) {
         snprintf(width_name, sizeof width_name, "%s_WIDTH", names[kind]);
         PyModule_AddIntConstant(created, width_name, KIND_WIDTH[kind]);
     }
+    PyModule_AddIntConstant(created, "SKIP_SHOTS", SKIP_SHOTS);
+    PyModule_AddIntConstant(created, "SKIP_ESCAPES", SKIP_ESCAPES);
+    PyModule_AddIntConstant(created, "SKIP_TIMING", SKIP_TIMING);
+    PyModule_AddIntConstant(created, "SKIP_ENTERING_BACKBONE", SKIP_ENTERING_BACKBONE);
     return created;
 }
