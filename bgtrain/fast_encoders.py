@@ -15,6 +15,7 @@ tests compare the two on random positions from whole games and on drawn boards
 from __future__ import annotations
 
 import functools
+import importlib
 import warnings
 
 import torch
@@ -36,12 +37,12 @@ _KINDS = {  # (encoder name, extra units only) -> the kernel's name for it
 def native_kernel():
     """The compiled kernel module, or None (said once) when it was not built."""
     try:
-        from bgtrain import _fast_encoders
+        kernel = importlib.import_module("bgtrain._fast_encoders")
     except ImportError as error:
         warnings.warn(f"bgtrain's native encoder kernel is not built ({error}); encoding on the CPU uses the "
                       "slower torch code (build it with `pip install -e .`)", RuntimeWarning, stacklevel=4)
         return None
-    return _fast_encoders
+    return kernel
 
 
 def applies(board: torch.Tensor) -> bool:
