@@ -27,6 +27,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
+from bgtrain.model import fast_encoders
 from engine.board import (
     BOARD_WIDTH,
     FLIP_PERMUTATION,
@@ -104,11 +105,23 @@ class Encoder:
     separable_size: int
 
     def encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
-        """``int8[B, 28]`` -> ``float32[B, size]``."""
+        """``int8[B, 28]`` -> ``float32[B, size]``: ``reference_encode``, by the native kernel where it
+        applies (eager CPU, ``bgtrain.model.fast_encoders``; equal bit for bit)."""
+        fast = fast_encoders.encode(self.name, board, rules.checkers_per_side)
+        return self.reference_encode(board, rules) if fast is None else fast
+
+    def reference_encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+        """``encode`` in torch code: what exported graphs and CUDA run, and the fast path's oracle."""
         raise NotImplementedError
 
     def extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
-        """The units that are not column-separable: ``float32[B, size - separable_size]``."""
+        """The units that are not column-separable: ``float32[B, size - separable_size]`` (by the native
+        kernel where it applies, as ``encode``)."""
+        fast = fast_encoders.encode(self.name, board, rules.checkers_per_side, extra_units=True)
+        return self.reference_extra_units(board, rules) if fast is None else fast
+
+    def reference_extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+        """``extra_units`` in torch code."""
         return board.new_zeros((board.shape[0], 0), dtype=torch.float32)
 
     def first_layer_indices(self, board: torch.Tensor) -> torch.Tensor:
@@ -207,7 +220,7 @@ class Tesauro198(Encoder):
     size = 198
     separable_size = 198
 
-    def encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+    def reference_encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
         points = board[:, 1:25]
         # Both sides' counts on their own points: the mover's, then the opponent's point j (mover's 25 - j).
         counts = torch.cat((points, -points.flip(-1)), dim=-1)
@@ -250,9 +263,9 @@ class TesauroPlus(Encoder):
     size = 207
     separable_size = 200
 
-    def encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+    def reference_encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
         return torch.cat(
-            (ENCODERS["tesauro198"].encode(board, rules), self._pips(board), self.extra_units(board, rules)),
+            (ENCODERS["tesauro198"].reference_encode(board, rules), self._pips(board), self.reference_extra_units(board, rules)),
             dim=-1,
         )
 
@@ -261,7 +274,7 @@ class TesauroPlus(Encoder):
         mover, opponent = pip_counts(board)
         return torch.stack((mover, opponent), dim=-1).to(torch.float32) / 100.0
 
-    def extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+    def reference_extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
         aggregates = point_masks(board)
         mover_back, opponent_front = rearmost_points(aggregates)
 
@@ -308,10 +321,10 @@ class GnubgContact(Encoder):
     size = 248
     separable_size = 198
 
-    def encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
-        return torch.cat((ENCODERS["tesauro198"].encode(board, rules), self.extra_units(board, rules)), dim=-1)
+    def reference_encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+        return torch.cat((ENCODERS["tesauro198"].reference_encode(board, rules), self.reference_extra_units(board, rules)), dim=-1)
 
-    def extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+    def reference_extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
         from bgtrain.model.gnubg_inputs import contact_features
 
         return contact_features(board, rules.checkers_per_side)
@@ -358,13 +371,13 @@ class GnubgRace(Encoder):
     size = 230
     separable_size = 202
 
-    def encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+    def reference_encode(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
         mover, opponent = _crossings(board)
         crossings = torch.stack((mover, opponent), dim=-1).to(torch.float32) / 10.0
-        return torch.cat((ENCODERS["tesauro198"].encode(board, rules), TesauroPlus._pips(board), crossings,
-                          self.extra_units(board, rules)), dim=-1)
+        return torch.cat((ENCODERS["tesauro198"].reference_encode(board, rules), TesauroPlus._pips(board), crossings,
+                          self.reference_extra_units(board, rules)), dim=-1)
 
-    def extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
+    def reference_extra_units(self, board: torch.Tensor, rules: Rules) -> torch.Tensor:
         counts = torch.arange(1, RACE_OFF_UNITS + 1, device=board.device, dtype=torch.int32)
         mover_off, opponent_off = borne_off(board, rules.checkers_per_side)
         return torch.cat((mover_off.to(torch.int32)[:, None] == counts,
