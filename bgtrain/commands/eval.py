@@ -150,7 +150,10 @@ def _probabilities(values) -> dict[str, float]:
 
 def build_report(args: argparse.Namespace) -> dict:
     """Everything the command shows, as plain data; sections appear in this order in text and JSON."""
-    check_ply(args.ply)  # before the model and its databases load
+    try:
+        check_ply(args.ply)  # before the model and its databases load
+    except ValueError as error:
+        raise ValueError(f"--ply {args.ply}: {error}") from None
     model = Path(args.model) if args.model else default_model()
     if model.suffix.lower() in (".ts", ".torchscript"):
         raise ValueError(f"--model {model}: TorchScript exports are for other programs (C++, Java, ...); "

@@ -90,6 +90,15 @@ def _check_entries(path: Path, payload: dict[str, Any]) -> None:
     for key, value in payload["counters"].items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{path} is damaged: counter '{key}' is {value!r}, not a count")
+    # The config's meaning is the training room's (checked in full where a run resumes); a reader of the
+    # model needs its shape: TOML tables, the variant a name.
+    for section, values in payload["config"].items():
+        if not isinstance(values, dict):  # a damaged file: a ValueError, as load_checkpoint promises
+            raise ValueError(  # noqa: TRY004
+                f"{path} is damaged: its config section [{section}] is a {type(values).__name__}, not a table")
+    variant = payload["config"].get("run", {}).get("variant")
+    if variant is not None and not isinstance(variant, str):
+        raise ValueError(f"{path} is damaged: its config's run.variant is {variant!r}, not a name")
     for key in ("strength", "training"):
         if key in payload and payload[key] is not None and not isinstance(payload[key], dict):
             raise ValueError(f"{path} is damaged: the '{key}' entry is a {type(payload[key]).__name__}")

@@ -353,8 +353,8 @@ def check_ply(ply: int, rules: Rules | None = None) -> int:
     if isinstance(ply, bool) or not isinstance(ply, int) or ply < 0:
         raise ValueError(f"ply must be a non-negative integer, not {ply!r}")
     if ply > MAX_PLY:
-        raise ValueError(f"{ply}-ply is deeper than the evaluator searches (0 to {MAX_PLY}; each ply costs "
-                         "about 20 times the one before)")
+        raise ValueError(f"{ply}-ply is deeper than the evaluator searches: at most {MAX_PLY} (a depth of 0 to "
+                         f"{MAX_PLY}; each ply costs about 20 times the one before)")
     if ply and rules is not None and rules.acey_deucey:
         # The search averages over the opponent's rolls after every play; an acey-deucey play that
         # earns an extra roll is followed by the same side's roll instead.
