@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 import warnings
 
 import torch
@@ -45,11 +46,17 @@ def native_kernel():
     return kernel
 
 
+def _exporting_onnx() -> bool:
+    # Asked only when torch.onnx is loaded already: importing it costs a second of a short command's start.
+    onnx = sys.modules.get("torch.onnx")
+    return onnx is not None and onnx.is_in_onnx_export()
+
+
 def applies(board: torch.Tensor) -> bool:
     """Whether the fast path may encode ``board``: an ``int8[B, 28]`` CPU tensor in eager mode."""
     if board.device.type != "cpu" or board.dtype != torch.int8 or board.dim() != 2 or board.shape[1] != BOARD_WIDTH:
         return False
-    if torch.jit.is_tracing() or torch.compiler.is_compiling() or torch.onnx.is_in_onnx_export():
+    if torch.jit.is_tracing() or torch.compiler.is_compiling() or _exporting_onnx():
         return False
     return native_kernel() is not None
 
