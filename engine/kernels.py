@@ -91,8 +91,20 @@ def call(kernel: Callable, *args, rows: int, device: torch.device):
         return kernel(*args)
 
 
+def cache_directory() -> str:
+    """Where inductor keeps compiled kernels between processes: ``$TORCHINDUCTOR_CACHE_DIR`` when set, else
+    ``$XDG_CACHE_HOME/bgtrain/torchinductor`` (``~/.cache`` by default) beside the bear-off databases.
+    Inductor's own default is under /tmp, which a reboot or a container's fresh /tmp empties, so every
+    new machine (a Ray worker, say) compiled from scratch; here it is once per machine and torch version."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(cache, "bgtrain", "torchinductor")
+
+
 def _compile(kernel: Callable) -> Callable:
     import torch._dynamo  # about 1 s to import: only once something is worth compiling
+
+    # Read when inductor first compiles: set before that, for this process and its workers alike.
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", cache_directory())
 
     _log.info("engine: compiling %s with torch.compile (seconds, once per process; cached on disk)",
               kernel.__name__)
