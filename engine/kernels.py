@@ -26,7 +26,8 @@ import logging
 import os
 import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -61,6 +62,19 @@ def set_mode(mode: str) -> str:
         raise ValueError(f"unknown compile mode {mode!r}: expected one of {', '.join(MODES)}")
     previous, _mode = _mode, mode
     return previous
+
+
+@contextmanager
+def op_by_op_unless_asked() -> Iterator[None]:
+    """Run the block op by op unless ``BGTRAIN_COMPILE`` asks for a mode: for one-off work in a short
+    command (an export's check positions, say), which would otherwise reach the compile threshold and pay
+    seconds of compiling to save a fraction of one."""
+    previous = None if ENVIRONMENT_VARIABLE in os.environ else set_mode("never")
+    try:
+        yield
+    finally:
+        if previous is not None:
+            set_mode(previous)
 
 
 def compile_failed() -> bool:

@@ -31,6 +31,7 @@ from bgtrain.model.export_format import (
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from engine.board import flip_board
+from engine.kernels import op_by_op_unless_asked
 from engine.random_play import sample_positions
 from engine.rules import STANDARD, Rules
 
@@ -77,8 +78,10 @@ def export_metadata(network: ValueNetwork, payload: dict[str, Any], rules: Rules
 
 
 def check_positions(rules: Rules, count: int = 2048, seed: int = 7) -> torch.Tensor:
-    """Reachable positions of both sides to move, for the export checks: ``int8[2 count, 28]``."""
-    boards, _ = sample_positions(count, seed, rules, "cpu")
+    """Reachable positions of both sides to move, for the export checks: ``int8[2 count, 28]`` (played op
+    by op: an export must not stop to compile the move generator for its check)."""
+    with op_by_op_unless_asked():
+        boards, _ = sample_positions(count, seed, rules, "cpu")
     return torch.cat((boards, flip_board(boards)))
 
 
