@@ -282,6 +282,30 @@ def test_the_ray_executor_says_which_cluster_it_joined(cluster, capsys):
     assert "ray: the Ray session this process already holds: 1 worker on 1 node" in capsys.readouterr().err
 
 
+def test_an_onnx_agent_travels_as_bytes_and_needs_no_file_where_it_plays(tmp_path, monkeypatch):
+    """The recipe holds the export's bytes and the bear-off databases' bytes: a worker whose directory
+    lacks the file (deleted here after the driver read it) plays with it all the same."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from bgtrain.distributed.work import DUEL_CHUNK, agent_recipe, duel_context, play_chunk
+    from bgtrain.export.writer import export_checkpoint
+    from engine.variants import get_rules
+
+    rules = get_rules("backgammon")
+    monkeypatch.chdir(tmp_path)
+    export_checkpoint(ROLLOUT_MODEL, tmp_path / "model.onnx", "onnx")
+    data = (tmp_path / "model.onnx").read_bytes()
+    context = duel_context([agent_recipe("model.onnx", rules), agent_recipe("pubeval", rules)], rules.name)
+    (tmp_path / "model.onnx").unlink()
+    assert context["agents"][0]["onnx"] == data and "path" not in context["agents"][0]
+    assert sorted(context["databases"]) == ["bearoff-two-sided-v1-6.pt", "bearoff-v1.pt"]
+    task = {"a": 0, "b": 1, "seed": 3, "first_pair": 0, "pairs": 4, "seed_a": 3, "seed_b": 4}
+    played = play_chunk(DUEL_CHUNK.prepare(context, "cpu"), task)
+    assert played["first"].shape == played["second"].shape == (4,)
+    with pytest.raises(FileNotFoundError, match="no ONNX model at model.onnx"):
+        agent_recipe("model.onnx", rules)  # the driver itself does need the file
+
+
 # --- user errors: one line -------------------------------------------------------------------------------
 
 
