@@ -321,6 +321,12 @@ def test_bad_addresses_are_one_line_errors(address, message):
         make_executor("process", address="auto")
 
 
+def test_ray_address_is_the_cluster_named_when_no_address_is_given(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    with pytest.raises(ValueError, match=r"^RAY_ADDRESS 127\.0\.0\.1:1: no Ray cluster answers there"):
+        make_executor("ray")
+
+
 def test_missing_ray_is_a_one_line_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ValueError, match=r"needs Ray, which is not installed \(pip install 'bgtrain\[ray\]'\)"):
