@@ -12,6 +12,8 @@ import logging
 import os
 import sys
 
+from bgtrain.distributed.executor import ClusterError  # a job a Ray cluster cannot finish
+
 # name -> module in bgtrain.commands with add_arguments(parser) and run(args) -> int
 COMMANDS = {
     "eval": "Evaluate a position: outcome probabilities, equity and ranked plays at any ply",
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    except (ValueError, OSError) as error:
+    except (ValueError, OSError, ClusterError) as error:
         print(f"bgtrain {args.command}: error: {_describe(error)}", file=sys.stderr)
         return 2
     except MemoryError:

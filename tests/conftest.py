@@ -24,7 +24,7 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def cluster():
-    """A 2-CPU Ray cluster for the test session (started once: Ray takes seconds to start); its
+    """A 2-CPU Ray cluster on 127.0.0.1 for the test session (started once: Ray takes seconds to start); its
     workers import this checkout's bgtrain and run the engine's kernels op by op (the tests' batches are
     small: compiling them would cost more than it saves)."""
     ray = pytest.importorskip("ray")
@@ -34,7 +34,11 @@ def cluster():
     os.environ["BGTRAIN_COMPILE"] = "never"
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        from bgtrain.distributed.local_cluster import keep_loopback
+
+        keep_loopback()  # bound to 127.0.0.1, not the host's network address
+        ray.init(address="local", num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False,
+                 log_to_driver=False)
     yield ray
     if started:
         ray.shutdown()

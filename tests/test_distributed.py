@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from bgtrain.distributed.duels import chunk_bounds, play_duel_chunked, play_league_chunked
-from bgtrain.distributed.executor import InProcessExecutor, WorkUnit, make_executor, run_tasks
+from bgtrain.distributed.executor import ClusterError, InProcessExecutor, WorkUnit, make_executor, run_tasks
 from bgtrain.distributed.shards import ShardStore
 from bgtrain.distributed.work import SELFPLAY_SHARD, selfplay_context
 from bgtrain.model.checkpoint import save_checkpoint
@@ -111,21 +111,36 @@ def test_selfplay_shards_are_the_same_in_process_and_on_ray(cluster):
     assert not np.array_equal(here[0]["boards"], here[1]["boards"])  # different seeds, different games
 
 
-def test_training_gives_the_same_weights_in_process_and_on_ray(cluster, tmp_path):
+def test_training_gives_the_same_weights_in_process_and_on_ray_at_1_and_2_workers(cluster, tmp_path):
+    """With the config's defaults for the schedule (``max_in_flight``, ``worker_cpus``) and the driver at
+    two torch threads, as a user's would be on two cores: the shards in flight and the shards' thread
+    count are the config's, not the executor's, so every executor trains the same weights."""
     from bgtrain.commands.train import train
 
-    common = ["model.hidden=[8]", "selfplay.turn_limit=120", "train.total_games=12", "train.buffer_turns=4",
-              "train.minibatch_size=0", "evaluation.every_games=0", "evaluation.games=2",
-              "checkpoint.every_seconds=0.0", "executor.shard_games=8", "executor.shard_turns=64",
-              "executor.broadcast_every=1", "executor.max_in_flight=2"]
+    # broadcast_every=1: new weights after every update, so that a schedule that depended on the
+    # executor (two shards in flight in process, two per actor on Ray, as before) would differ by the
+    # third shard.
+    common = ["model.hidden=[40]", "selfplay.turn_limit=120", "train.total_games=12", "train.buffer_turns=4",
+              "evaluation.every_games=0", "evaluation.games=2", "checkpoint.every_seconds=0.0",
+              "executor.shard_games=4", "executor.shard_turns=64", "executor.broadcast_every=1",
+              f"run.out_dir={tmp_path}"]
     finals = {}
-    for mode in ("process", "ray"):
-        config = load_config(None, [*common, f"executor.mode={mode}", "executor.workers=2",
-                                    f"run.out_dir={tmp_path}", f"run.name={mode}"])
-        finals[mode] = torch.load(train(config, progress=False), weights_only=False)
-    assert finals["process"]["counters"]["games"] == finals["ray"]["counters"]["games"] >= 12
-    for name, value in finals["process"]["weights"].items():
-        assert torch.equal(value, finals["ray"]["weights"][name]), name
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for mode, workers in (("process", 0), ("ray", 1), ("ray", 2)):
+            config = load_config(None, [*common, f"executor.mode={mode}", f"executor.workers={workers}",
+                                        f"run.name={mode}{workers}"])
+            finals[mode, workers] = torch.load(train(config, progress=False), weights_only=False)
+    finally:
+        torch.set_num_threads(threads)
+    reference = finals["process", 0]
+    assert reference["counters"]["games"] >= 12 and reference["counters"]["updates"] >= 3
+    for key in (("ray", 1), ("ray", 2)):
+        for counter in ("games", "turns", "updates"):
+            assert finals[key]["counters"][counter] == reference["counters"][counter], (key, counter)
+        for name, value in reference["weights"].items():
+            assert torch.equal(value, finals[key]["weights"][name]), (key, name)
 
 
 def test_a_distributed_training_run_resumes_where_it_stopped(tmp_path):
@@ -235,6 +250,62 @@ def test_a_work_directory_refuses_another_job(tmp_path):
         ShardStore(tmp_path, {"kind": "duel", "seed": 2})
 
 
+def test_a_node_with_other_bgtrain_code_is_refused_by_name(cluster, monkeypatch):
+    from bgtrain.distributed import ray_executor
+
+    monkeypatch.setattr(ray_executor, "code_version", lambda: "bgtrain 0.0.0, code 000000000000")
+    with pytest.raises(ValueError, match=r"^node 127\.0\.0\.1/\w{8} runs bgtrain .*, code \w{12}, this driver runs "
+                       r"bgtrain 0\.0\.0, code 0{12}: install the same bgtrain on every node") as error:
+        make_executor("ray", workers=1)
+    assert "\n" not in str(error.value)
+
+
+def test_a_task_that_runs_too_long_is_a_one_line_error_naming_it_and_its_node(cluster, fragile_unit, tmp_path):
+    (tmp_path / "attempted_0").touch()
+    executor = make_executor("ray", workers=1, task_timeout=1.5)
+    try:
+        shared = executor.share({"flag_dir": str(tmp_path)})
+        tasks = [(k, {"value": k, "sleep": 0.1 if k < 2 else 30}) for k in range(4)]
+        started = time.monotonic()
+        with pytest.raises(ClusterError, match=r"^task 2 \(fragile\) on node 127\.0\.0\.1/\w{8} \(worker pid \d+\) "
+                           r"did not finish within --task-timeout 1\.5 s$"):
+            for key, result in run_tasks(executor, fragile_unit, shared, tasks):
+                assert result["double"] == 2 * key
+        assert time.monotonic() - started < 20
+    finally:
+        executor.close()
+
+
+def test_the_ray_executor_says_which_cluster_it_joined(cluster, capsys):
+    executor = make_executor("ray", workers=1, announce=True)
+    executor.close()
+    assert "ray: the Ray session this process already holds: 1 worker on 1 node" in capsys.readouterr().err
+
+
+def test_an_onnx_agent_travels_as_bytes_and_needs_no_file_where_it_plays(tmp_path, monkeypatch):
+    """The recipe holds the export's bytes and the bear-off databases' bytes: a worker whose directory
+    lacks the file (deleted here after the driver read it) plays with it all the same."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from bgtrain.distributed.work import DUEL_CHUNK, agent_recipe, duel_context, play_chunk
+    from bgtrain.export.writer import export_checkpoint
+    from engine.variants import get_rules
+
+    rules = get_rules("backgammon")
+    monkeypatch.chdir(tmp_path)
+    export_checkpoint(ROLLOUT_MODEL, tmp_path / "model.onnx", "onnx")
+    data = (tmp_path / "model.onnx").read_bytes()
+    context = duel_context([agent_recipe("model.onnx", rules), agent_recipe("pubeval", rules)], rules.name)
+    (tmp_path / "model.onnx").unlink()
+    assert context["agents"][0]["onnx"] == data and "path" not in context["agents"][0]
+    assert sorted(context["databases"]) == ["bearoff-two-sided-v1-6.pt", "bearoff-v1.pt"]
+    task = {"a": 0, "b": 1, "seed": 3, "first_pair": 0, "pairs": 4, "seed_a": 3, "seed_b": 4}
+    played = play_chunk(DUEL_CHUNK.prepare(context, "cpu"), task)
+    assert played["first"].shape == played["second"].shape == (4,)
+    with pytest.raises(FileNotFoundError, match="no ONNX model at model.onnx"):
+        agent_recipe("model.onnx", rules)  # the driver itself does need the file
+
+
 # --- user errors: one line -------------------------------------------------------------------------------
 
 
@@ -248,6 +319,12 @@ def test_bad_addresses_are_one_line_errors(address, message):
     assert "\n" not in str(error.value)
     with pytest.raises(ValueError, match="use it with --executor ray"):
         make_executor("process", address="auto")
+
+
+def test_ray_address_is_the_cluster_named_when_no_address_is_given(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    with pytest.raises(ValueError, match=r"^RAY_ADDRESS 127\.0\.0\.1:1: no Ray cluster answers there"):
+        make_executor("ray")
 
 
 def test_missing_ray_is_a_one_line_error(monkeypatch):

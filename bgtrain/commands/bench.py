@@ -60,8 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-games", metavar="DIR", help="write every game as Jellyfish .mat files into DIR")
     parser.add_argument("--cube", action="store_true", help="cubeful money play (default: cubeless)")
     parser.add_argument("--match", type=positive_int, metavar="N", help="play N-point matches with the Crawford rule")
-    parser.add_argument("--batch-pairs", type=positive_int, default=2048,
-                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step (default 2048)")
+    parser.add_argument("--batch-pairs", type=positive_int,
+                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step "
+                        "(default: 2048, fewer on Ray so that every worker gets a chunk)")
     add_threads(parser)
     add_variant(parser)
     add_executor_arguments(parser)

@@ -36,8 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_seed(parser, help="dice seed, the same for every pair (default 0)")
     add_device(parser)
     parser.add_argument("--out", default="league", help="directory for league.json and the plot (default ./league)")
-    parser.add_argument("--batch-pairs", type=positive_int, default=2048,
-                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step (default 2048)")
+    parser.add_argument("--batch-pairs", type=positive_int,
+                        help="seat-swapped pairs per chunk, each a seeded unit of work played in lock step "
+                        "(default: 2048, fewer on Ray so that every worker gets a chunk)")
     add_threads(parser)
     add_variant(parser)
     add_executor_arguments(parser)

@@ -31,6 +31,7 @@ boundaries, default 324 trials) give the in-process numbers there too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -159,14 +160,19 @@ def build_report(args: argparse.Namespace) -> dict:
     return report
 
 
-def _distributed_chunk(args: argparse.Namespace) -> int:
-    from bgtrain.distributed.rollouts import DEFAULT_DISTRIBUTED_CHUNK
+def _distributed_chunk(args: argparse.Namespace, workers: int) -> int:
+    from bgtrain.distributed.rollouts import default_trial_chunk
+    from bgtrain.distributed.shards import JOB_FILE
 
     if args.chunk:
         return args.chunk
     if args.target_se:
         return TARGET_CHUNK  # the in-process default: the same stopping points, the same result
-    return DEFAULT_DISTRIBUTED_CHUNK if args.executor == "ray" else DEFAULT_CHUNK
+    stored = Path(args.work_dir or "") / JOB_FILE
+    if args.work_dir and stored.is_file():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            return int(json.loads(stored.read_text())["chunk"])  # a resumed job keeps its chunks
+    return default_trial_chunk(args.trials, workers) if args.executor == "ray" else DEFAULT_CHUNK
 
 
 def _rollout_chunked(args: argparse.Namespace, model: Path, boards: torch.Tensor, settings, cubes):
@@ -175,7 +181,7 @@ def _rollout_chunked(args: argparse.Namespace, model: Path, boards: torch.Tensor
     executor = executor_from_args(args)
     try:
         return rollout_distributed(model, boards, settings, seed=args.seed, trials=args.trials,
-                                   chunk=_distributed_chunk(args), cubes=cubes, executor=executor,
+                                   chunk=_distributed_chunk(args, executor.workers), cubes=cubes, executor=executor,
                                    work_dir=args.work_dir, target_error=args.target_se)
     finally:
         executor.close()
@@ -187,8 +193,9 @@ def _rollout_plays_chunked(args: argparse.Namespace, evaluator, model: Path, boa
 
     executor = executor_from_args(args)
     try:
+        chunk = _distributed_chunk(args, executor.workers)
         return rollout_plays_distributed(evaluator, model, board, dice, settings, top=args.top, cube=cube,
-                                         seed=args.seed, trials=args.trials, chunk=_distributed_chunk(args),
+                                         seed=args.seed, trials=args.trials, chunk=chunk,
                                          executor=executor, work_dir=args.work_dir, target_error=args.target_se)
     finally:
         executor.close()

@@ -2,7 +2,7 @@
 
 ``DATASET_SHARD``: shard k of a dataset (``bgtrain.datasets.generate.generate_shard``, a function of
 the settings and k alone). Context: the model (``model_recipe``: a checkpoint's architecture and
-weights as numpy arrays and its variant; an ONNX file by its path, on a shared filesystem), the
+weights as numpy arrays, or an ONNX export's bytes; its variant; the bear-off databases' bytes), the
 labeller's description (its ``describe()``; the worker rebuilds it on the evaluator it prepared, so a
 ``ply:N`` labeller at the selection ply reuses the selection's evaluation exactly as in process) and
 the generation settings. Task: ``index``. Result: the shard file's bytes (``uint8[n]``; the worker

@@ -1,7 +1,8 @@
 """Benchmark duels and leagues as jobs of seeded chunks, on any executor, resumable from shards.
 
 A duel of ``games`` games is ``ceil(games / 2)`` seat-swapped pairs cut into chunks of
-``chunk_pairs`` pairs (``bgtrain.distributed.work.DUEL_CHUNK``). Pair i is played on the dice of
+``chunk_pairs`` pairs (by default ``default_chunk_pairs``: at most 2,048, and at least one chunk per
+worker) (``bgtrain.distributed.work.DUEL_CHUNK``). Pair i is played on the dice of
 ``(seed, i)`` whichever chunk it falls in and wherever that chunk runs, so the result is the same in
 process and on a cluster, and for deterministic agents it does not depend on the chunk size either.
 A league is every pairing's chunks in one job (all pairings on the same dice, as
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import torch
 
@@ -23,7 +25,7 @@ from bgtrain.arena.duel import DuelResult, summarise
 from bgtrain.arena.league import LeagueResult, fit_ratings
 from bgtrain.distributed.executor import Executor, InProcessExecutor, Shared, WorkUnit, run_tasks
 from bgtrain.distributed.shards import ShardStore
-from bgtrain.distributed.work import DUEL_CHUNK, agent_recipe, play_chunk
+from bgtrain.distributed.work import DUEL_CHUNK, agent_recipe, duel_context, play_chunk
 from engine.variants import get_rules
 
 
@@ -59,6 +61,34 @@ def sharded_results(executor: Executor, unit: WorkUnit, shared: Shared, tasks: I
         yield index, result
 
 
+DEFAULT_CHUNK_PAIRS = 2048  # pairs in lock step per chunk at most: a batch that keeps a CPU core busy
+
+
+def default_chunk_pairs(games: int, workers: int, pairings: int = 1) -> int:
+    """Pairs per chunk when none is given: at most ``DEFAULT_CHUNK_PAIRS``, and small enough that every
+    one of ``workers`` workers gets a chunk (in process, one worker: a duel of up to 4,096 games is
+    one batch, as fast as it gets there)."""
+    pairs = math.ceil(games / 2)
+    chunks_per_pairing = math.ceil(max(1, workers) / max(1, pairings))
+    return max(1, min(DEFAULT_CHUNK_PAIRS, math.ceil(pairs / chunks_per_pairing)))
+
+
+def _stored_chunk_pairs(work_dir) -> int | None:
+    """The chunk size of the job a work directory holds (a resumed job keeps its chunks, whatever the
+    cluster's size now)."""
+    import json
+
+    from bgtrain.distributed.shards import JOB_FILE
+
+    path = Path(work_dir) / JOB_FILE if work_dir is not None else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return int(json.loads(path.read_text())["chunk_pairs"])
+    except (ValueError, KeyError, TypeError):
+        return None  # ShardStore reports the unreadable file
+
+
 def chunk_bounds(games: int, chunk_pairs: int) -> list[tuple[int, int]]:
     """``(first_pair, pairs)`` of each chunk of a duel of ``games`` games (rounded up to even)."""
     if games < 1 or chunk_pairs < 1:
@@ -75,7 +105,7 @@ def _combine(name_a: str, name_b: str, results: list[dict]) -> DuelResult:
 
 
 def play_league_chunked(specs: list[str], games: int, seed: int = 0, variant: str = "backgammon",
-                        executor: Executor | None = None, chunk_pairs: int = 2048, work_dir=None,
+                        executor: Executor | None = None, chunk_pairs: int | None = None, work_dir=None,
                         agent_seeds: list[int] | None = None, progress=None) -> LeagueResult:
     """A round robin of the agents ``specs`` (``bgtrain.arena.specs``), every pairing ``games`` games on
     the dice of ``seed``; agent k's own randomness is seeded by ``agent_seeds[k]`` (default seed + k)."""
@@ -93,7 +123,7 @@ def play_league_chunked(specs: list[str], games: int, seed: int = 0, variant: st
 
 
 def play_duel_chunked(spec_a: str, spec_b: str, games: int, seed: int = 0, variant: str = "backgammon",
-                      executor: Executor | None = None, chunk_pairs: int = 2048, work_dir=None,
+                      executor: Executor | None = None, chunk_pairs: int | None = None, work_dir=None,
                       history: list | None = None) -> DuelResult:
     """Agent ``spec_a`` against ``spec_b`` over ``games`` seat-swapped cubeless money games (A's own
     randomness seeded by ``seed``, B's by ``seed + 1``, as ``bgtrain bench`` does). ``history`` (a list,
@@ -107,7 +137,7 @@ def play_duel_chunked(spec_a: str, spec_b: str, games: int, seed: int = 0, varia
 
 def _context(names: list[str], variant: str) -> dict:
     rules = get_rules(variant)
-    return {"variant": rules.name, "agents": [agent_recipe(name, rules) for name in names]}
+    return duel_context([agent_recipe(name, rules) for name in names], rules.name)
 
 
 def _tasks(pairings, bounds, seed: int, agent_seeds: list[int]) -> list[tuple[int, dict]]:
@@ -125,6 +155,8 @@ def _play_pairings(names, pairings, games, seed, variant, executor, chunk_pairs,
                    kind: str) -> list[DuelResult]:
     executor = executor or InProcessExecutor()
     agent_seeds = list(agent_seeds or [seed + k for k in range(len(names))])
+    if chunk_pairs is None:
+        chunk_pairs = _stored_chunk_pairs(work_dir) or default_chunk_pairs(games, executor.workers, len(pairings))
     bounds = chunk_bounds(games, chunk_pairs)
     store = None
     if work_dir is not None:
@@ -160,6 +192,7 @@ def _duel_with_history(names, games, seed, variant, executor, chunk_pairs, work_
     if work_dir is not None:
         raise ValueError("--save-games cannot resume from a --work-dir (the shards hold points, not games)")
     device = executor.device if executor is not None else "cpu"
+    chunk_pairs = chunk_pairs or default_chunk_pairs(games, 1)
     prepared = DUEL_CHUNK.prepare(_context(names, variant), device)
     results = [
         play_chunk(prepared, task, history)

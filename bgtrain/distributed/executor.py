@@ -24,11 +24,17 @@ command line's ``--executor process|ray [--address auto|HOST:PORT]``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+
+class ClusterError(RuntimeError):
+    """A job the cluster cannot finish (a task that keeps losing its worker, runs past the timeout,
+    or has no worker left): one line naming the task and the node; the command exits with status 2."""
 
 
 @dataclass(frozen=True)
@@ -86,12 +92,16 @@ class PreparedCache:
 
 class InProcessExecutor:
     """Runs every task here, lazily: a task runs when its result is asked for, so callers that keep a
-    window of tasks submitted see the same schedule as on a cluster, at no cost."""
+    window of tasks submitted see the same schedule as on a cluster, at no cost. ``threads``: torch
+    threads while a task runs (a Ray worker runs ``int(worker_cpus)``; float sums can depend on the
+    thread count, so a job that must match a cluster's to the bit runs its tasks with the same number);
+    None leaves this process's setting."""
 
-    def __init__(self, device: str = "cpu", window: int = 2) -> None:
+    def __init__(self, device: str = "cpu", window: int = 2, threads: int | None = None) -> None:
         self.device = device
         self.workers = 1
         self.window = window
+        self.threads = threads
         self.versions = itertools.count()
         self.cache = PreparedCache()
         self.queue: deque[tuple[WorkUnit, Shared, Any, Any]] = deque()
@@ -104,8 +114,9 @@ class InProcessExecutor:
 
     def next_result(self) -> tuple[Any, dict]:
         unit, shared, key, task = self.queue.popleft()
-        prepared = self.cache.get(unit, shared.version, lambda: shared.payload, self.device)
-        return key, unit.run(prepared, task)
+        with torch_threads(self.threads):
+            prepared = self.cache.get(unit, shared.version, lambda: shared.payload, self.device)
+            return key, unit.run(prepared, task)
 
     def pending(self) -> int:
         return len(self.queue)
@@ -116,6 +127,22 @@ class InProcessExecutor:
 
     def close(self) -> None:
         self.queue.clear()
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None):
+    """Run the body with ``threads`` torch threads (None: as they are), then restore the count."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def run_tasks(executor: Executor, unit: WorkUnit, shared: Shared, tasks: Iterable[tuple[Any, Any]],
@@ -149,34 +176,45 @@ def add_executor_arguments(parser: argparse.ArgumentParser, work_dir: bool = Tru
     group.add_argument("--executor", choices=EXECUTORS, default="process",
                        help="where the work units run: in this process (default) or on a Ray cluster")
     group.add_argument("--address", help="Ray cluster to join: 'auto' (the one `ray start` began on this machine) "
-                       "or HOST:PORT; default: a private cluster on this machine")
+                       "or HOST:PORT; default: $RAY_ADDRESS when set, else a private cluster on this machine")
     group.add_argument("--workers", type=int, help="Ray worker actors (default: as many as the resources allow)")
     group.add_argument("--worker-cpus", type=float, default=1.0, help="CPUs each Ray worker reserves (default 1)")
     group.add_argument("--worker-gpus", type=float, default=0.0,
                        help="GPUs each Ray worker reserves, e.g. 0.25 for four workers per GPU (default 0)")
+    group.add_argument("--task-timeout", type=float, metavar="SECONDS",
+                       help="Ray: end the job with an error naming the task and node when one task runs longer "
+                       "than this, or no worker is left this long (default: no limit per task)")
     if work_dir:
         group.add_argument("--work-dir", metavar="DIR",
                            help="write each unit's result to DIR as it completes; the same command resumes from it")
 
 
 def executor_from_args(args: argparse.Namespace) -> Executor:
+    """The executor the command line asks for; on Ray, which cluster it joined is said on standard
+    error, and a bar of the units finished per node is shown (in a terminal)."""
+    quiet = getattr(args, "quiet", False) or getattr(args, "no_progress", False)
     return make_executor(args.executor, address=args.address, workers=args.workers,
                          worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus,
-                         device=getattr(args, "device", "cpu"))
+                         device=getattr(args, "device", "cpu"), task_timeout=args.task_timeout,
+                         progress=not quiet, announce=True)
 
 
 def make_executor(kind: str = "process", address: str | None = None, workers: int | None = None,
                   worker_cpus: float = 1.0, worker_gpus: float = 0.0, device: str = "cpu",
-                  window: int | None = None) -> Executor:
+                  window: int | None = None, threads: int | None = None, task_timeout: float | None = None,
+                  progress: bool = False, announce: bool = False) -> Executor:
     """An executor by name; every problem (Ray missing, a bad address, impossible resources) is a
-    ValueError of one line."""
+    ValueError of one line. ``threads``: the in-process executor's torch threads per task (Ray
+    workers run ``int(worker_cpus)``); ``announce``: say on standard error which Ray cluster it is."""
     if kind == "process":
         if address is not None:
             raise ValueError("--address names a Ray cluster: use it with --executor ray")
-        return InProcessExecutor(device, window or 2)
+        if task_timeout is not None:
+            raise ValueError("--task-timeout bounds Ray tasks: use it with --executor ray")
+        return InProcessExecutor(device, window or 2, threads)
     if kind == "ray":
         from bgtrain.distributed.ray_executor import RayExecutor
 
         return RayExecutor(address=address, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus,
-                           window=window)
+                           window=window, task_timeout=task_timeout, progress=progress, announce=announce)
     raise ValueError(f"unknown executor {kind!r}: one of {', '.join(EXECUTORS)}")

@@ -1,8 +1,8 @@
 """Rollouts as jobs of seeded trial chunks, on any executor, resumable from shards.
 
 ``ROLLOUT_CHUNK``: trials ``first_trial .. first_trial + trials - 1`` of every position. Context: the
-model (a checkpoint's architecture and weights as numpy arrays and its variant; an ONNX file by its
-path, which must be on a shared filesystem), the rollout settings, the boards, their dice streams and
+model (``model_recipe``: a checkpoint's architecture and weights as numpy arrays, or an ONNX export's
+bytes, its variant and the bear-off databases' bytes; no path), the rollout settings, the boards, their dice streams and
 cubes. Task: ``seed``, ``first_trial``, ``trials``. Result: the chunk's per-trial arrays
 (``outcomes``/``raw_outcomes float64[P, T, 5]``, ``plies int32[P, T]``, and with the cube
 ``cubeful``/``raw_cubeful float64[P, T]``), float64 so that nothing is rounded on the way back.
@@ -21,6 +21,7 @@ the first chunk boundary where every standard error is small enough, the in-proc
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -29,8 +30,13 @@ import torch
 from bgtrain.cube import CubeState
 from bgtrain.distributed.duels import sharded_results
 from bgtrain.distributed.executor import Executor, InProcessExecutor, WorkUnit
+from bgtrain.distributed.payloads import (
+    database_files,
+    install_databases,
+    model_file_recipe,
+    model_from_recipe,
+)
 from bgtrain.distributed.shards import ShardStore
-from bgtrain.distributed.work import network_arrays, network_from_arrays
 from bgtrain.rollout.chunks import target_reached
 from bgtrain.rollout.play import RolloutSettings, rollout
 from bgtrain.rollout.plays import PlaysRollout, candidate_rollout, plays_rollout
@@ -43,23 +49,17 @@ _ARRAYS = ("outcomes", "raw_outcomes", "plies", "cubeful", "raw_cubeful")
 
 
 def model_recipe(model: str | Path) -> dict:
-    """What a worker needs to rebuild the evaluator of ``model``: a checkpoint is read here, once."""
-    from bgtrain.model.loading import load_model
-
-    loaded = load_model(model, device="cpu")
-    if loaded.payload is None:  # an ONNX export: the worker opens the file itself
-        return {"path": str(model), "variant": loaded.rules.name}
-    network = loaded.model
-    return {"model": network.model_args(), "weights": network_arrays(network), "variant": loaded.rules.name}
+    """What a worker needs to rebuild the evaluator of the model file ``model``, all read here, once:
+    the model (``bgtrain.distributed.payloads``: weights as numpy arrays, an ONNX export's bytes) and
+    the bear-off databases' bytes."""
+    return {**model_file_recipe(model), "databases": database_files()}
 
 
 def evaluator_from_recipe(recipe: dict, device: str):
     from bgtrain.values.evaluator import Evaluator
 
-    if "path" in recipe:
-        return Evaluator.from_path(recipe["path"], device)
-    network = network_from_arrays(recipe["model"], recipe["weights"], device)
-    return Evaluator.from_network(network, get_rules(recipe["variant"]))
+    install_databases(recipe.get("databases"))
+    return Evaluator.from_network(model_from_recipe(recipe, device), get_rules(recipe["variant"]))
 
 
 def rollout_context(recipe: dict, boards: torch.Tensor, settings: RolloutSettings, streams: torch.Tensor,
@@ -85,6 +85,13 @@ def roll_chunk(prepared: dict, task: dict) -> dict:
 
 
 ROLLOUT_CHUNK = WorkUnit("rollout_chunk", _prepare_rollout, roll_chunk)
+
+
+def default_trial_chunk(trials: int, workers: int) -> int:
+    """A chunk of whole strata, at most ``DEFAULT_DISTRIBUTED_CHUNK`` trials, small enough that each of
+    ``workers`` workers gets one (the chunks merge to the same result whatever their size)."""
+    strata = math.ceil(trials / (STRATUM * max(1, workers)))
+    return min(DEFAULT_DISTRIBUTED_CHUNK, STRATUM * max(1, strata))
 
 
 def trial_chunks(trials: int, chunk: int) -> list[tuple[int, int]]:

@@ -2,7 +2,8 @@
 sent, the learner trains on them with the single-process learner's own update.
 
 The learner (``DistributedRun``, a ``bgtrain.training.td.Run`` whose ``step`` is one shard) keeps
-``window`` shard tasks asked for (``[executor] max_in_flight``, two per actor by default). Each
+``window`` shard tasks asked for (``[executor] max_in_flight``, 4 by default, never set by the
+executor or its number of actors). Each
 task (``bgtrain.distributed.work.SELFPLAY_SHARD``) carries a seed (the run's seed and the shard's
 index) and the current weights version: ``shard_games`` games in lock step, ``shard_turns`` turns
 recorded, the lambda-returns computed by the actor with those weights over ``train.buffer_turns``
@@ -16,10 +17,12 @@ learner's when it is learned from (it was asked for ``window`` shards earlier); 
 staleness it saw (``charts/staleness``) and the weights version (``charts/weights_version``).
 
 Determinism: the task asked for next depends only on the shards consumed so far, so the whole run is
-a function of the config: ``[executor] mode = "process"`` (the tasks run here, lazily) and ``"ray"``
-train to the same weights. A run killed and resumed from ``latest.pt`` asks again for the shards it
-had not learned from, with the weights it has then: no shard is lost or learned twice, though those
-shards' staleness differs from an uninterrupted run's.
+a function of the config: ``[executor] mode = "process"`` (the tasks run here, lazily, with the
+actors' ``int(worker_cpus)`` torch threads) and ``"ray"`` at any number of actors train to the same
+weights, to the bit (the learner's own update runs in this process in both). A run killed and
+resumed from ``latest.pt`` asks again for the shards it had not learned from, with the weights it
+has then: no shard is lost or learned twice, though those shards' staleness differs from an
+uninterrupted run's.
 
 Compared with the single-process learner: its game slots run at all phases of a game at once, while
 a shard's games all start at the opening and are cut after ``shard_turns + buffer_turns`` turns, so
@@ -70,9 +73,14 @@ class DistributedRun(Run):
             worker_cpus=settings.worker_cpus,
             worker_gpus=settings.worker_gpus,
             device=self.config.run.device,
-            window=settings.max_in_flight or None,
+            window=settings.max_in_flight,
+            # An actor plays with int(worker_cpus) torch threads; in process the shards run with as
+            # many, so that their float sums, and the weights, are the same to the bit.
+            threads=max(1, int(settings.worker_cpus)),
+            task_timeout=(settings.task_timeout or None) if settings.mode == "ray" else None,
+            announce=True,
         )
-        self.window = settings.max_in_flight or self.executor.window
+        self.window = settings.max_in_flight
         self._share()
         self.asked = self.shards
         while self.asked < self.shards + self.window:

@@ -1,8 +1,9 @@
 """The work units: plain seeded functions of their inputs, run by any executor.
 
 ``DUEL_CHUNK``: a chunk of seat-swapped pairs of a cubeless money duel. Context: the agents' recipes
-(``agent_recipe``: a checkpoint's weights as numpy arrays, or the spec itself for pubeval, random,
-ONNX files and GNU Backgammon) and the variant. Task: which two agents, the dice seed, the pairs
+(``agent_recipe``: a checkpoint's weights as numpy arrays, an ONNX export's bytes, or the spec itself
+for pubeval, random and GNU Backgammon), the variant, and the bear-off databases' bytes when a model
+plays. Task: which two agents, the dice seed, the pairs
 ``first_pair .. first_pair + pairs - 1`` and the agents' seeds. The dice of pair i are
 ``engine.keyed_dice.KeyedMirroredDice``'s stream i, a function of ``(seed, i)`` alone, so the split
 into chunks changes no game of deterministic agents; a random agent draws its choices from a
@@ -23,59 +24,54 @@ learner's ``buffer_turns``), computed with the weights it was given: ``boards in
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from bgtrain.arena.agents import RandomAgent
 from bgtrain.arena.duel import play_pairs
 from bgtrain.arena.specs import make_agent, model_spec, network_agent
 from bgtrain.distributed.executor import WorkUnit
-from bgtrain.model.factory import model_from_args
+from bgtrain.distributed.payloads import (
+    database_files,
+    install_databases,
+    model_file_recipe,
+    model_from_recipe,
+    network_arrays,
+    network_from_arrays,
+)
 from bgtrain.model.network import ValueNetwork
 from engine.keyed_dice import KeyedMirroredDice
 from engine.variants import get_rules
-
-# --- weights as numpy arrays ------------------------------------------------------------------------
-
-
-def network_arrays(network: ValueNetwork) -> dict[str, np.ndarray]:
-    """A network's weights as host numpy arrays: what goes through the object store (never CUDA tensors)."""
-    return {name: value.detach().cpu().numpy().copy() for name, value in network.state_dict().items()}
-
-
-def network_from_arrays(model: dict, weights: dict[str, np.ndarray], device: str = "cpu"):
-    """The model (a ``ValueNetwork`` or a ``PhaseNetwork``) that ``model`` describes, with ``weights``."""
-    network = model_from_args(model)
-    # torch.tensor copies: arrays from the object store are read-only views of shared memory.
-    network.load_state_dict({name: torch.tensor(value) for name, value in weights.items()})
-    return network.to(device).eval()
-
 
 # --- duels ------------------------------------------------------------------------------------------------
 
 
 def agent_recipe(spec: str, rules) -> dict:
-    """What a worker needs to build the agent ``spec``: a checkpoint is read here, once, and its weights
-    travel as numpy arrays; any other spec is checked here (so that a mistake is reported before work
-    is sent out) and rebuilt on the worker from the spec (ONNX files must be on a shared filesystem)."""
+    """What a worker needs to build the agent ``spec``: a model file (checkpoint or ONNX export) is read
+    here, once, and travels as weights or bytes (``bgtrain.distributed.payloads``: no worker opens a
+    path); any other spec (pubeval, random, gnubg) is checked here, so that a mistake is reported
+    before work is sent out, and rebuilt on the worker from the spec."""
     model = model_spec(spec)
-    if model is not None and model[1] == "pt":
-        from bgtrain.model.loading import load_model
-
+    if model is not None:
         path, _, ply = model
-        network = load_model(path, rules).model
-        return {"spec": spec.strip(), "model": network.model_args(), "weights": network_arrays(network), "ply": ply}
+        return {"spec": spec.strip(), "ply": ply, **model_file_recipe(path, rules)}
     make_agent(spec, rules, "cpu")
     return {"spec": spec.strip()}
 
 
+def duel_context(recipes: list[dict], variant: str) -> dict:
+    """The agents' recipes and the variant; with the bear-off databases when a model plays (its agent
+    uses them at every ply)."""
+    models = any("ply" in recipe for recipe in recipes)
+    return {"variant": variant, "agents": recipes, "databases": database_files() if models else None}
+
+
 def _prepare_duel(context: dict, device: str) -> dict:
     rules = get_rules(context["variant"])
+    install_databases(context.get("databases"))
     agents = []
     for recipe in context["agents"]:
-        if "model" in recipe:
-            network = network_from_arrays(recipe["model"], recipe["weights"], device)
-            agents.append(network_agent(network, recipe["ply"], recipe["spec"], rules))
+        if "ply" in recipe:
+            agents.append(network_agent(model_from_recipe(recipe, device), recipe["ply"], recipe["spec"], rules))
         elif recipe["spec"].lower() == "random":
             agents.append(None)  # stateful: built afresh for every chunk from the chunk's seed
         else:

@@ -45,18 +45,22 @@ class OnnxValueModel:
     ``threads`` (default: ``torch.get_num_threads()``) sets onnxruntime's intra-op threads.
     """
 
-    def __init__(self, path: str | Path, device: str | torch.device = "cpu", threads: int | None = None):
+    def __init__(self, path: str | Path, device: str | torch.device = "cpu", threads: int | None = None,
+                 data: bytes | None = None):
+        """``data``: the file's bytes, read elsewhere (a Ray worker gets them from the driver, which may
+        share no disk with it); ``path`` then only names the model in messages."""
         onnxruntime = _onnxruntime()
         path = Path(path)
-        if not path.exists():
+        if data is None and not path.exists():
             raise FileNotFoundError(f"no ONNX model at {path}")
-        if path.is_dir():
+        if data is None and path.is_dir():
             raise ValueError(f"{path} is a directory, not an ONNX model")
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or torch.get_num_threads()
         options.inter_op_num_threads = 1
         try:
-            self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            self.session = onnxruntime.InferenceSession(str(path) if data is None else data, options,
+                                                        providers=["CPUExecutionProvider"])
         # onnxruntime's errors (InvalidProtobuf, InvalidGraph, Fail, ...) derive from Exception directly.
         except Exception as error:  # noqa: BLE001
             first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -262,7 +262,8 @@ class ExecutorConfig:
     weights they were sent, ``bgtrain.distributed.selfplay``; "process" runs them in this process on the
     same schedule as "ray")."""
     address: str = ""
-    """Ray cluster to join: "auto" or "HOST:PORT"; empty starts a private cluster on this machine."""
+    """Ray cluster to join: "auto" or "HOST:PORT"; empty joins $RAY_ADDRESS when it is set, else
+    starts a private cluster on this machine (the line the run prints says which)."""
     workers: int = 0
     """Ray self-play actors; 0 is as many as the cluster's resources allow."""
     worker_cpus: float = 1.0
@@ -277,12 +278,20 @@ class ExecutorConfig:
     opening, so it spans a few games per slot (a game lasts about 55 turns): at least 64."""
     broadcast_every: int = 4
     """Learner updates (one per shard) between two versions of the weights sent to the actors."""
-    max_in_flight: int = 0
-    """Shards asked for and not yet learned from; 0 is two per actor. Staleness (weights versions
-    between a shard's weights and the learner's) is at most ceil(max_in_flight / broadcast_every)."""
+    max_in_flight: int = 4
+    """Shards asked for and not yet learned from. It fixes the schedule (which weights each shard is
+    played with), so it is set here and never by the executor: "process" and "ray" at any number of
+    actors train to the same weights. Keep it at least the number of actors (more keeps them busy
+    while the learner trains). Staleness (weights versions between a shard's weights and the
+    learner's) is at most ceil(max_in_flight / broadcast_every)."""
+
+    task_timeout: float = 0.0
+    """Ray: seconds a shard may take on its actor (or the job may have no actor left) before the run
+    ends with an error naming the shard and the node; 0 is no limit per shard."""
 
     def __post_init__(self) -> None:
         _choice("executor", "mode", self.mode, ("local", "process", "ray"))
+        _positive("executor", "task_timeout", self.task_timeout, allow_zero=True)
         _positive("executor", "workers", self.workers, allow_zero=True)
         _positive("executor", "worker_cpus", self.worker_cpus)
         _positive("executor", "worker_gpus", self.worker_gpus, allow_zero=True)
@@ -291,4 +300,4 @@ class ExecutorConfig:
             raise ValueError(f"[executor] shard_turns = {self.shard_turns}: must be at least 64 (a shard "
                              "that is shorter than a game would finish no games)")
         _positive("executor", "broadcast_every", self.broadcast_every)
-        _positive("executor", "max_in_flight", self.max_in_flight, allow_zero=True)
+        _positive("executor", "max_in_flight", self.max_in_flight)
