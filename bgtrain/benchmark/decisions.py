@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -172,16 +173,22 @@ def save_decisions(decisions: DecisionSet, path: str | Path) -> Path:
 def load_npz(path: str | Path) -> DecisionSet:
     """A decision set written by :func:`save_decisions`; one-line errors for a missing or foreign file."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"benchmark data {str(path)!r} is a directory; give a benchmark file (.npz or .bm)")
     if not path.is_file():
         raise FileNotFoundError(f"benchmark data {str(path)!r} does not exist")
     try:
-        with np.load(path) as data:
+        # allow_pickle stays off: a benchmark holds arrays of numbers only, and unpickling runs code.
+        with np.load(path, allow_pickle=False) as data:
             missing = [name for name in _DTYPES if name not in data.files]
             if missing:
                 raise ValueError(f"benchmark data {str(path)!r} lacks the arrays {', '.join(missing)}")
             tensors = {name: torch.from_numpy(data[name]).to(dtype) for name, dtype in _DTYPES.items()}
-    except (OSError, EOFError) as error:
-        raise ValueError(f"benchmark data {str(path)!r} is not a readable .npz file ({error})") from None
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:
+        if isinstance(error, ValueError) and "lacks the arrays" in str(error):
+            raise
+        detail = "it holds pickled objects, not arrays" if "pickle" in str(error) else str(error).splitlines()[0][:80]
+        raise ValueError(f"benchmark data {str(path)!r} is not a readable .npz benchmark ({detail})") from None
     return DecisionSet(**tensors)
 
 
