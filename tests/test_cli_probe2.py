@@ -80,6 +80,8 @@ def test_benchmark_data_that_is_not_a_benchmark(tmp_path, capsys):
     np.savez(garbage, **{name: np.array([object()], dtype=object) for name in _DTYPES})
     err = refused(capsys, ["benchmark", "pubeval", "--data", str(garbage)], "garbage.npz", "pickled objects")
     assert "allow_pickle" not in err
+    garbage.write_bytes(os.urandom(300))  # not even a zip archive: numpy would try to unpickle it
+    refused(capsys, ["benchmark", "pubeval", "--data", str(garbage)], "garbage.npz", "not a .npz (zip) archive")
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")

@@ -187,7 +187,12 @@ def load_npz(path: str | Path) -> DecisionSet:
     except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:
         if isinstance(error, ValueError) and "lacks the arrays" in str(error):
             raise
-        detail = "it holds pickled objects, not arrays" if "pickle" in str(error) else str(error).splitlines()[0][:80]
+        if not zipfile.is_zipfile(path):
+            detail = "not a .npz (zip) archive"
+        elif "pickle" in str(error):
+            detail = "it holds pickled objects, not arrays"
+        else:
+            detail = (str(error).splitlines() or [type(error).__name__])[0][:80]
         raise ValueError(f"benchmark data {str(path)!r} is not a readable .npz benchmark ({detail})") from None
     return DecisionSet(**tensors)
 
