@@ -64,6 +64,17 @@ def _describe(error: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A Ctrl-C while the command's modules load (seconds on a busy machine) is as quiet as one later.
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        words = list(sys.argv[1:] if argv is None else argv)
+        name = words[0] if words and words[0] in COMMANDS else ""
+        print(f"bgtrain{' ' + name if name else ''}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     from bgtrain.training.config import split_overrides
 
     argv = list(sys.argv[1:] if argv is None else argv)

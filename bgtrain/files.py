@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -68,10 +69,28 @@ def atomic_write(path: str | Path, content: bytes | str | Callable[[IO[bytes]], 
         os.replace(temporary, path)
     except OSError as error:
         raise write_error(error, path) from None
+    except Exception as error:
+        # A serialiser that fails while writing (torch.save's zip writer after a full disk raises
+        # "RuntimeError: unexpected pos ..." during the OSError's handling) reports the OSError.
+        cause = _os_error_in(error)
+        if cause is None:
+            raise
+        raise write_error(cause, path) from None
     finally:
         # After os.replace the temporary name no longer exists; before it, this removes the partial file.
         temporary.unlink(missing_ok=True)
     return path
+
+
+def _os_error_in(error: BaseException) -> OSError | None:
+    """The first OSError in the chain of causes and contexts of ``error``, or None."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, OSError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _alive(pid: int) -> bool:
@@ -109,7 +128,19 @@ def _creatable_directory(path: Path, option: str, given: Path) -> None:
                 raise ValueError(f"{option} {given}: {parent} is a file, not a directory")
             if not os.access(parent, os.W_OK | os.X_OK):
                 raise ValueError(f"{option} {given}: cannot write in {parent} (permission denied)")
+            _try_a_file_in(parent, option, given)
             return
+
+
+def _try_a_file_in(directory: Path, option: str, given: Path) -> None:
+    """Create and remove an empty file in ``directory``: ``os.access`` says yes to root everywhere, even
+    under ``/proc``, where the real write would fail only after the work."""
+    try:
+        descriptor, name = tempfile.mkstemp(dir=directory, prefix=".bgtrain-check-")
+    except OSError as error:
+        raise ValueError(f"{option} {given}: cannot write in {directory} ({error.strerror or error})") from None
+    os.close(descriptor)
+    os.unlink(name)
 
 
 def check_output_file(path: str | Path, option: str) -> Path:

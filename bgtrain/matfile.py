@@ -86,10 +86,25 @@ class MatMatch:
 # --- writing ---------------------------------------------------------------------------------------
 
 
+def agent_label(spec: str) -> str:
+    """The name an agent spec shows as a player: a model file by its name without folders or suffix, a
+    search depth kept (``checkpoints/bgtrain-plus.pt:1ply`` -> ``bgtrain-plus-1ply``); other specs as given."""
+    spec = spec.strip()
+    path, colon, option = spec.rpartition(":")
+    if not colon or not re.fullmatch(r"\d+ply", option):
+        path, option = spec, ""
+    if "/" in path or path.endswith((".pt", ".onnx")):
+        folders = path.rstrip("/").split("/")
+        stem = folders[-1].removesuffix(".pt").removesuffix(".onnx") or folders[-1]
+        # A run's final.pt or latest.pt says little alone: the run's folder name goes first.
+        path = f"{folders[-2]}-{stem}" if stem in ("final", "latest") and len(folders) > 1 else stem
+    return f"{path}-{option}" if option else path
+
+
 def player_name(name: str, other: str | None = None) -> str:
     """A name the format can hold: letters, digits and ``._-+``, others turned into ``_``, at most
     ``NAME_LENGTH`` characters; ``_2`` is added when it equals ``other`` (an agent against itself)."""
-    cleaned = re.sub(r"[^A-Za-z0-9._+\-]", "_", name.strip())[:NAME_LENGTH] or "player"
+    cleaned = re.sub(r"[^A-Za-z0-9._+\-]", "_", agent_label(name))[:NAME_LENGTH] or "player"
     if other is not None and cleaned == other:
         cleaned = cleaned[: NAME_LENGTH - 2] + "_2"
     return cleaned

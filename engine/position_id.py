@@ -73,7 +73,9 @@ def check_base64(text: str, length: int, what: str) -> list[int]:
     if not isinstance(text, str):
         raise TypeError(f"{what} {text!r}: must be a string")
     if len(text) != length:
-        raise ValueError(f"{what} {text!r}: must be {length} characters, not {len(text)}")
+        # A wrong length may be a whole stray file on one line: quote its start only (errors stay short).
+        shown = repr(text) if len(text) <= 4 * length else repr(text[: 2 * length]) + "..."
+        raise ValueError(f"{what} {shown}: must be {length} characters, not {len(text):,}")
     for index, character in enumerate(text):
         if character not in BASE64_ALPHABET:
             raise ValueError(f"{what} {text!r}: character {character!r} at {index} is not Base64")

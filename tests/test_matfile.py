@@ -142,7 +142,10 @@ def test_replay_refuses_an_illegal_play(tmp_path):
 
 
 def test_player_names_fit_the_format():
-    assert player_name("checkpoints/x.pt:2ply") == "checkpoints_x.pt_2ply"
+    assert player_name("checkpoints/x.pt:2ply") == "x-2ply"
+    # Model files by their names, not their paths cut to 24 characters (the probe's checkpoints_bgtrain-defa).
+    assert player_name("checkpoints/bgtrain-default.pt") == "bgtrain-default"
+    assert player_name("runs/readme/final.pt") == "readme-final" and player_name("gnubg:0ply") == "gnubg-0ply"
     assert ":" not in player_name("gnubg:0ply") and " " not in player_name("my bot")
     assert player_name("pubeval", "pubeval") == "pubeval_2"
     assert len(player_name("x" * 80)) <= 31

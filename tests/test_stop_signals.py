@@ -125,3 +125,16 @@ def test_the_command_line_reports_the_save_with_the_signal_status(monkeypatch, c
     assert main(["train", "--config", "configs/quick.toml"]) == 143
     err = capsys.readouterr().err.strip()
     assert err == "bgtrain train: interrupted (SIGTERM: saved runs/x/latest.pt at 1,234 games)"
+
+
+def test_a_finished_run_prints_what_it_reached(tmp_path, tiny_dataset, capsys):
+    # The newcomer's report: supervised training ended without a word on what it reached.
+    from bgtrain.commands.train import training_summary
+    from bgtrain.model.checkpoint import load_checkpoint
+
+    final = train(supervised_config(tiny_dataset, tmp_path / "summary"), progress=False)
+    line = training_summary(load_checkpoint(final))
+    assert line.startswith("trained 3 epochs (183 positions) in ") and "held-out loss " in line
+    assert "vs pubeval " in line and "points per game (95%, 2 games)" in line
+    assert training_summary({"counters": {"games": 1234, "train_seconds": 75.0}, "strength": {}}) == \
+        "trained 1,234 games in 1:15"

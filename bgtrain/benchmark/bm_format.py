@@ -161,10 +161,17 @@ def _check_legal(board, dice, candidate, counts, numbers, name: str) -> None:
 def read_bm(path: str | Path) -> DecisionSet:
     """The move decisions of a ``.bm`` file."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"benchmark file {str(path)!r} is a directory, not a .bm file")
     if not path.is_file():
         raise FileNotFoundError(f"benchmark file {str(path)!r} does not exist")
-    with path.open() as handle:
-        return parse_bm(handle, path.name)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return parse_bm(handle, path.name)
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise ValueError(f"{path.name}:{line}: not text (byte 0x{error.object[error.start]:02x} is not UTF-8); "
+                         "a .bm file is GNU Backgammon's text format") from None
 
 
 def format_bm(decisions: DecisionSet) -> str:

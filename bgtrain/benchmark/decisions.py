@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -177,19 +178,32 @@ def save_decisions(decisions: DecisionSet, path: str | Path) -> Path:
 def load_npz(path: str | Path) -> DecisionSet:
     """A decision set written by :func:`save_decisions`; one-line errors for a missing or foreign file."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"benchmark data {str(path)!r} is a directory; give a benchmark file (.npz or .bm)")
     if not path.is_file():
         raise FileNotFoundError(f"benchmark data {str(path)!r} does not exist")
     try:
-        with np.load(path) as data:
+        # allow_pickle stays off: a benchmark holds arrays of numbers only, and unpickling runs code.
+        with np.load(path, allow_pickle=False) as data:
             missing = [name for name in _DTYPES if name not in data.files]
             if missing:
                 raise ValueError(f"benchmark data {str(path)!r} lacks the arrays {', '.join(missing)}")
             tensors = {name: torch.from_numpy(data[name]).to(dtype) for name, dtype in _DTYPES.items()}
-        if tensors["kind"].numel() and not 0 <= int(tensors["kind"].min()) <= int(tensors["kind"].max()) < len(PHASES):
-            raise ValueError(f"benchmark data {str(path)!r} has a class outside 0..{len(PHASES) - 1}")
-        tensors["kind"] = torch.tensor([int(kind) for kind in PHASES], dtype=torch.int8)[tensors["kind"].long()]
-    except (OSError, EOFError) as error:
-        raise ValueError(f"benchmark data {str(path)!r} is not a readable .npz file ({error})") from None
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:
+        if isinstance(error, ValueError) and "lacks the arrays" in str(error):
+            raise
+        if not zipfile.is_zipfile(path):
+            detail = "not a .npz (zip) archive"
+        elif "pickle" in str(error):
+            detail = "it holds pickled objects, not arrays"
+        else:
+            detail = (str(error).splitlines() or [type(error).__name__])[0][:80]
+        raise ValueError(f"benchmark data {str(path)!r} is not a readable .npz benchmark ({detail})") from None
+    # The file's kind column is each class's place in CLASSES; in memory it is the PositionKind.
+    places = tensors["kind"]
+    if places.numel() and not 0 <= int(places.min()) <= int(places.max()) < len(PHASES):
+        raise ValueError(f"benchmark data {str(path)!r} has a class outside 0..{len(PHASES) - 1}")
+    tensors["kind"] = torch.tensor([int(kind) for kind in PHASES], dtype=torch.int8)[places.long()]
     return DecisionSet(**tensors)
 
 

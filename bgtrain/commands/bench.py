@@ -30,6 +30,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -95,9 +96,16 @@ def format_result(result: DuelResult, seconds: float) -> str:
         f"  {'':<{width}}   wins  gammons  backgammons   (fractions of all games)",
         f"  {result.agent_a:<{width}}  {_rate(result.a_win)}  {_rate(result.a_gammon)}    {_rate(result.a_backgammon)}",
         f"  {result.agent_b:<{width}}  {_rate(result.b_win)}  {_rate(result.b_gammon)}    {_rate(result.b_backgammon)}",
-        f"  {result.games:,} games in {seconds:.1f} s: {result.games / max(seconds, 1e-9):,.0f} games/s",
+        f"  {result.games:,} games in {seconds:.1f} s: {games_per_second(result.games, seconds)} games/s",
     ]
     return "\n".join(lines)
+
+
+def games_per_second(games: int, seconds: float) -> str:
+    """A rate with three significant figures at most and no exponent (0.39, 16.2, 1,234): a slow model's
+    rate is not rounded to 0."""
+    rate = games / max(seconds, 1e-9)
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
 
 
 def format_cubeful(result, seconds: float) -> str:
@@ -118,7 +126,7 @@ def format_cubeful(result, seconds: float) -> str:
         f"  {result.agent_a:<{width}}  {_rate(result.a_win)}  {_rate(result.a_gammon)}",
         f"  {result.agent_b:<{width}}  {_rate(result.b_win)}  {_rate(result.b_gammon)}",
         f"  doubles per game {result.doubles_per_game:.3f}, passes per game {result.drops_per_game:.3f}",
-        f"  {result.games:,} games in {seconds:.1f} s: {result.games / max(seconds, 1e-9):,.0f} games/s",
+        f"  {result.games:,} games in {seconds:.1f} s: {games_per_second(result.games, seconds)} games/s",
     ])
 
 
@@ -158,6 +166,12 @@ def _check(args: argparse.Namespace) -> None:
         check_output_file(args.json, "--json")
     if args.save_games:
         check_output_directory(args.save_games, "--save-games")
+        # A second run would overwrite the first one's games_0001.mat, ...: a new directory for each run.
+        earlier = sorted(path.name for pattern in ("games_*.mat", "match_*.mat") for path in Path(args.save_games).glob(pattern))
+        if earlier:
+            raise ValueError(f"--save-games {args.save_games}: already holds the games of an earlier run "
+                             f"({earlier[0]}{f' and {len(earlier) - 1} more' if len(earlier) > 1 else ''}); "
+                             "give a new directory, or remove those files")
     if (args.cube or args.match is not None) and (args.executor != "process" or args.work_dir):
         raise ValueError("--cube and --match play in this process: leave out --executor ray and --work-dir")
 

@@ -5,7 +5,9 @@ from the arguments (``bgtrain moves 4HPwATDgc/ABMA 31``) or, with none, from sta
 Each output line is ``{"position_id", "dice", "moves": [{"play", "position_id"}, ...]}``, where each
 move's position ID is the position after the play, still from the mover's side. Input is read and
 answered in batches of ``--batch`` lines (4,096 by default), each generated in one batched call and
-written before the next is read, so memory stays bounded and output starts at once. A bad line ends
+written before the next is read, so memory stays bounded and output starts at once; when the input
+pauses, the lines that have arrived are answered at once (a program can write one line into an open
+pipe and wait for its answer). A bad line ends
 the command with one error line naming it, after the answers of the batches before it.
 
 ``--variant NAME`` plays a variant's rules (``engine.variants``: nackgammon, hypergammon, dutch,
@@ -27,6 +29,7 @@ import ctypes
 import itertools
 import os
 import re
+import select
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -119,8 +122,8 @@ def read_batches(items: list[str], stream: Iterable[str], size: int) -> Iterator
         while batch := list(itertools.islice(requests, size)):
             yield RequestBatch.of(batch)
         return
-    stream, first_line = iter(stream), 1
-    while lines := list(itertools.islice(stream, size)):
+    first_line = 1
+    for lines in line_batches(stream, size):
         matches = _PLAIN_LINE.findall("".join(lines))
         if len(matches) == len(lines):  # one match a line at most, so every line is plain
             position_ids, dice = zip(*matches)
@@ -129,6 +132,44 @@ def read_batches(items: list[str], stream: Iterable[str], size: int) -> Iterator
         elif requests := list(read_requests([], lines, first_line)):
             yield RequestBatch.of(requests)
         first_line += len(lines)
+
+
+def line_batches(stream, size: int) -> Iterator[list[str]]:
+    """The lines of ``stream`` in lists of at most ``size``: full lists while input flows, and whatever
+    complete lines have arrived whenever it pauses, so that a program that writes one line into an open
+    pipe and waits gets its answer at once. A stream without a file descriptor (a test's StringIO) is read
+    ``size`` lines at a time."""
+    try:
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        stream = iter(stream)
+        while lines := list(itertools.islice(stream, size)):
+            yield lines
+        return
+    pending: list[str] = []
+    partial = bytearray()  # the unfinished last line (a bytearray: appending to it is amortised O(1))
+    while True:
+        # Wait for input only when no line is waiting for an answer; otherwise answer what has come.
+        if pending and not select.select([descriptor], [], [], 0)[0]:
+            yield pending
+            pending = []
+            continue
+        chunk = os.read(descriptor, 1 << 16)
+        if not chunk:  # end of input: the last line may lack its newline
+            if partial:
+                pending.append(partial.decode("utf-8", "surrogateescape"))
+            for start in range(0, len(pending), size):
+                yield pending[start : start + size]
+            return
+        start = len(partial)
+        partial += chunk
+        end = partial.rfind(b"\n", start)
+        if end >= 0:
+            pending += partial[: end + 1].decode("utf-8", "surrogateescape").splitlines(keepends=True)
+            del partial[: end + 1]
+        while len(pending) >= size:
+            yield pending[:size]
+            pending = pending[size:]
 
 
 def _boards(position_ids: Sequence[str], hands: Sequence, wheres: Sequence[str], rules: Rules) -> torch.Tensor:

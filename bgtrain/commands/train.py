@@ -113,6 +113,29 @@ def run(args: argparse.Namespace) -> int:
     apply_threads(args)
     final = train(config, resume=args.resume, progress=not args.no_progress, argv=getattr(args, "argv", ["bgtrain", *sys.argv[1:]]),
                   overwrite=args.overwrite)
+    from bgtrain.model.checkpoint import load_checkpoint
+
+    if Path(final).is_file():  # always, but for a stand-in for train()
+        print(training_summary(load_checkpoint(final)))
     print(f"final model: {final}")
     print(f"TensorBoard: tensorboard --logdir {config.run_dir / 'tensorboard'}")
     return 0
+
+
+def training_summary(payload: dict) -> str:
+    """One line on what a finished run reached: its games or epochs, its training time, the held-out loss of
+    a supervised run and the final strength check (``[evaluation]``), as TD and supervised runs alike end."""
+    counters, strength = payload.get("counters", {}), payload.get("strength", {})
+    minutes, seconds = divmod(round(counters.get("train_seconds", 0.0)), 60)
+    if counters.get("epochs"):
+        reached = f"{counters['epochs']:,} epochs ({counters.get('positions', 0):,} positions)"
+    else:
+        reached = f"{counters.get('games', 0):,} games"
+    parts = [f"trained {reached} in {minutes}:{seconds:02d}"]
+    if "heldout_loss" in strength:
+        parts.append(f"held-out loss {strength['heldout_loss']:.4f}")
+    for name, result in strength.items():
+        if isinstance(result, dict) and "points_per_game" in result:
+            parts.append(f"vs {name} {result['points_per_game']:+.3f} ± {result['interval95']:.3f} points per game "
+                         f"(95%, {result.get('games', 0):,} games)")
+    return "; ".join(parts)

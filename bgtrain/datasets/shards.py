@@ -127,7 +127,8 @@ def read_shard(path: Path, entry: dict[str, Any] | None = None) -> dict[str, tor
     except pickle.UnpicklingError:
         raise ValueError(f"{path} is not a bgtrain dataset shard: it holds objects other than tensors") from None
     except Exception as error:  # noqa: BLE001 -- torch raises many types for a truncated or foreign file
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:100]
+        # torch's first sentence says what failed; the rest is advice about checkpoints.
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0].split(". ")[0][:120]
         raise ValueError(f"{path} is not a readable dataset shard (damaged or truncated: {first_line})") from None
     if not isinstance(payload, dict) or payload.get("format") != SHARD_FORMAT:
         raise ValueError(f"{path} is not a bgtrain dataset shard")
