@@ -135,9 +135,9 @@ def play_duel_chunked(spec_a: str, spec_b: str, games: int, seed: int = 0, varia
                           [seed, seed + 1], None, kind="duel")[0]
 
 
-def _context(names: list[str], variant: str) -> dict:
+def _context(names: list[str], variant: str, in_process: bool = False) -> dict:
     rules = get_rules(variant)
-    return duel_context([agent_recipe(name, rules) for name in names], rules.name)
+    return duel_context([agent_recipe(name, rules, in_process) for name in names], rules.name)
 
 
 def _tasks(pairings, bounds, seed: int, agent_seeds: list[int]) -> list[tuple[int, dict]]:
@@ -163,7 +163,7 @@ def _play_pairings(names, pairings, games, seed, variant, executor, chunk_pairs,
         job = {"kind": kind, "agents": names, "games": games, "seed": seed, "variant": get_rules(variant).name,
                "chunk_pairs": chunk_pairs, "agent_seeds": agent_seeds}
         store = ShardStore(work_dir, job)
-    shared = executor.share(_context(names, variant))
+    shared = executor.share(_context(names, variant, isinstance(executor, InProcessExecutor)))
     matches: list[DuelResult] = []
 
     def finished_chunk(index: int, result: dict) -> None:
@@ -193,7 +193,7 @@ def _duel_with_history(names, games, seed, variant, executor, chunk_pairs, work_
         raise ValueError("--save-games cannot resume from a --work-dir (the shards hold points, not games)")
     device = executor.device if executor is not None else "cpu"
     chunk_pairs = chunk_pairs or default_chunk_pairs(games, 1)
-    prepared = DUEL_CHUNK.prepare(_context(names, variant), device)
+    prepared = DUEL_CHUNK.prepare(_context(names, variant, in_process=True), device)
     results = [
         play_chunk(prepared, task, history)
         for _, task in _tasks([(0, 1)], chunk_bounds(games, chunk_pairs), seed, [seed, seed + 1])

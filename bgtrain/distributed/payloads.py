@@ -37,13 +37,17 @@ def network_from_arrays(model: dict, weights: dict[str, np.ndarray], device: str
     return network.to(device).eval()
 
 
-def model_file_recipe(path: str | Path, rules=None) -> dict:
+def model_file_recipe(path: str | Path, rules=None, in_process: bool = False) -> dict:
     """What a worker needs to rebuild the model of the file ``path``, read here (``load_model``: the file
     checked, and its variant against ``rules`` when given): ``{"model", "weights", "variant"}`` for a
-    checkpoint, ``{"onnx": bytes, "name", "variant"}`` for an ONNX export."""
+    checkpoint, ``{"onnx": bytes, "name", "variant"}`` for an ONNX export. ``in_process``: the work runs
+    in this process, so a checkpoint's network itself is handed on (``{"network", "variant"}``), not
+    rebuilt from copies of its weights."""
     from bgtrain.model.loading import load_model
 
     loaded = load_model(path, rules)
+    if in_process and loaded.payload is not None:
+        return {"network": loaded.model, "variant": loaded.rules.name}
     if loaded.payload is None:  # an ONNX export: its bytes travel, the worker opens a session on them
         return {"onnx": Path(path).read_bytes(), "name": str(path), "variant": loaded.rules.name}
     network = loaded.model
@@ -52,6 +56,8 @@ def model_file_recipe(path: str | Path, rules=None) -> dict:
 
 def model_from_recipe(recipe: dict, device: str):
     """The model ``model_file_recipe`` described: a network on ``device``, or an ``OnnxValueModel``."""
+    if "network" in recipe:
+        return recipe["network"].to(device)
     if "onnx" in recipe:
         from bgtrain.model.onnx_model import OnnxValueModel
 

@@ -45,15 +45,16 @@ from engine.variants import get_rules
 # --- duels ------------------------------------------------------------------------------------------------
 
 
-def agent_recipe(spec: str, rules) -> dict:
+def agent_recipe(spec: str, rules, in_process: bool = False) -> dict:
     """What a worker needs to build the agent ``spec``: a model file (checkpoint or ONNX export) is read
     here, once, and travels as weights or bytes (``bgtrain.distributed.payloads``: no worker opens a
     path); any other spec (pubeval, random, gnubg) is checked here, so that a mistake is reported
-    before work is sent out, and rebuilt on the worker from the spec."""
+    before work is sent out, and rebuilt on the worker from the spec. ``in_process``: the work runs in
+    this process, which keeps the loaded network itself (``model_file_recipe``)."""
     model = model_spec(spec)
     if model is not None:
         path, _, ply = model
-        return {"spec": spec.strip(), "ply": ply, **model_file_recipe(path, rules)}
+        return {"spec": spec.strip(), "ply": ply, **model_file_recipe(path, rules, in_process)}
     make_agent(spec, rules, "cpu")
     return {"spec": spec.strip()}
 
