@@ -31,6 +31,15 @@ def _row_hash(words: torch.Tensor) -> torch.Tensor:
     return mixed ^ (mixed >> 29)
 
 
+def board_hash(board: torch.Tensor) -> torch.Tensor:
+    """A 64-bit hash of each board row, ``int8[N, 28]`` -> ``int64[N]``: the rows packed into four words and
+    mixed as the generator's own keys are. Equal boards hash equal; a caller that relies on distinct
+    boards hashing apart must still compare the rows (collisions are rare, not impossible)."""
+    padded = torch.zeros((board.shape[0], 8 * BOARD_WORDS), dtype=torch.int8, device=board.device)
+    padded[:, : board.shape[1]] = board
+    return _row_hash(padded.view(torch.int64))
+
+
 def deduplicate(lines: torch.Tensor, parent: torch.Tensor, dice_used: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The distinct boards of each position, ordered by (position, board hash).

@@ -270,3 +270,30 @@ def test_greedy_agent_plays_as_the_evaluator_at_0ply(network, database, options)
     if bearoff is not None:
         assert int(database.covers(afterstates.boards).sum()) > 50  # the database decides many plays
     assert torch.equal(agent.cube_probabilities(race), evaluator.probabilities(race))
+
+
+def test_each_distinct_position_is_valued_once_and_spread_back():
+    """``once_each`` values the distinct rows only (a search reaches the same position many times) and gives
+    every row its own row's value; rows that share a hash but differ are valued as they are."""
+    from bgtrain.values import static_value
+    from engine.random_play import sample_positions
+
+    boards, _ = sample_positions(300, seed=3)
+    repeated = torch.cat([boards, boards[:200], boards[50:100]])[torch.randperm(550, generator=torch.Generator().manual_seed(1))]
+    seen = []
+
+    def value(rows):
+        seen.append(rows.shape[0])
+        return rows.to(torch.float32).sum(1, keepdim=True) * torch.arange(1, 4)
+
+    assert torch.equal(static_value.once_each(value, repeated), value(repeated))
+    assert seen[0] == torch.unique(repeated, dim=0).shape[0] < 550
+    # A hash that maps every row to one key: the check sees the rows differ and values them all.
+    original = static_value.board_hash
+    try:
+        static_value.board_hash = lambda rows: torch.zeros(rows.shape[0], dtype=torch.int64)
+        seen.clear()
+        assert torch.equal(static_value.once_each(value, repeated), value(repeated))
+        assert seen[0] == 550
+    finally:
+        static_value.board_hash = original

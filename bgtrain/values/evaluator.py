@@ -64,7 +64,7 @@ from bgtrain.model.loading import load_model
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
 from bgtrain.values.bearoff import BearoffDatabase, load_bearoff_database
 from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_sided_database
-from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction, model_device
+from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction, model_device, once_each
 from engine.board import flip_board
 from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
 from engine.movegen import Afterstates, argmax_per_position, legal_afterstates
@@ -276,7 +276,9 @@ class Evaluator:
         if self.deep_replies:
             _, values = self._select(afterstates, ply - 1, need_values=True)
         else:
-            pre = self.static.afterstates(afterstates.boards)
+            # The replies of different plays and rolls often coincide: each distinct one is valued once.
+            # (Only here, at the search's leaves: a 0-ply call values exactly what an agent's does.)
+            pre = once_each(self.static.afterstates, afterstates.boards)
             choice = argmax_per_position(cubeless_equity(pre, self.rules), afterstates)
             if ply == 1:
                 values = pre[afterstates.offsets + choice]
