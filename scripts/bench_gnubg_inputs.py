@@ -174,7 +174,7 @@ def main() -> None:
             median = alternate({"evaluate": network.evaluate}, boards, args.repeats)
             print(f"  0-ply evaluate (128 hidden), {name:14} {args.batch / median['evaluate']:12,.0f} positions/s")
     torch.set_num_threads(1)
-    breakdown(boards, args.repeats)
+    breakdown(boards, 3 * args.repeats)  # differences of medians: more repeats
 
 
 if __name__ == "__main__":
