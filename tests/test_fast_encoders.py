@@ -15,7 +15,7 @@ from helpers import board_from_drawing, compile_mode, random_boards
 
 from bgtrain.model import fast_encoders
 from bgtrain.model.encoding import ENCODERS, column_probes
-from engine.board import MOVER_BAR, OPPONENT_BAR, flip_board
+from engine.board import MOVER_BAR, OPPONENT_BAR, borne_off, flip_board
 from engine.position_kinds import PositionKind, position_phases
 from engine.random_play import sample_positions
 from engine.rules import STANDARD, Rules
@@ -122,6 +122,8 @@ def test_fast_equals_reference_on_random_play():
     assert (boards[:, MOVER_BAR] == 1).sum() > 5_000 and (boards[:, MOVER_BAR] > 1).sum() > 1_000
     assert (boards[:, OPPONENT_BAR] < 0).sum() > 5_000
     assert (phase == PositionKind.CRASHED).sum() > 1_000 and (phase == PositionKind.RACE).sum() > 1_000
+    mover_off, _ = borne_off(boards, STANDARD.checkers_per_side)
+    assert (mover_off > 0).sum() > 5_000  # bear-offs under way
     assert_fast_equals_reference(boards, STANDARD, "random play")
 
 

@@ -17,6 +17,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -120,13 +121,17 @@ typedef struct {
     uint32_t blot_seen;   /* bits 0..23 in the other side's indices: count == 1 */
 } Side;
 
+/* Our hitters (``reachable``) with a target d pips in front: shifting a mask up by d moves every point d
+ * pips back, so bit s of (targets << d) is a target d pips in front of index s. */
+#define AHEAD_TARGET(d) ((targets << (d)) & reachable)
+
 /* ``shots`` of a side with none on the bar (the common case), without a branch on the board: each die
  * hits from its rearmost hitter, the second die again unless it is the same lone checker as the first's
  * (a double's single step twice when several checkers hit); a way using both dice, or two to four steps
  * of a double, with one checker counts one hit, two with a blot on its way; a roll's pips are the
  * farthest point number of a blot it hits. */
-static void shots_none_on_bar(const int *single_source, const int *single_several, const uint32_t *ahead_blocked,
-                              const uint32_t *ahead_target, uint32_t blot, const int *ours, int *pip_loss,
+static void shots_none_on_bar(const int *single_source, const int *single_several, uint32_t targets,
+                              uint32_t reachable, uint32_t blocked, uint32_t blot, const int *ours, int *pip_loss,
                               int *one, int *two) {
     int single_pips[7], single_stacked[7];
     for (int die = 1; die <= 6; die++) {
@@ -142,7 +147,7 @@ static void shots_none_on_bar(const int *single_source, const int *single_severa
             int first = single_source[high], second = single_source[low];
             int hits = (first >= 0) + ((second >= 0) & ((second != first) | single_stacked[low]));
             int pips = max_int(single_pips[high], single_pips[low]);
-            uint32_t both = ahead_target[high + low] & ~(ahead_blocked[high] & ahead_blocked[low]);
+            uint32_t both = AHEAD_TARGET(high + low) & ~(blocked << high & blocked << low);
             int has = both != 0, source = 31 - __builtin_clz(both | 1);
             int on_path = (int)(((blot << high | blot << low) >> source) & 1);
             hits += (has & (hits == 0)) + (has & on_path);
@@ -159,9 +164,9 @@ static void shots_none_on_bar(const int *single_source, const int *single_severa
         uint32_t stopped = 0, passed_blots = 0;
 #pragma GCC unroll 4
         for (int steps = 2; steps <= 4; steps++) {
-            stopped |= ahead_blocked[die * (steps - 1)];
+            stopped |= blocked << (die * (steps - 1));
             passed_blots |= blot << (die * (steps - 1));
-            uint32_t hitting = ahead_target[die * steps] & ~stopped;
+            uint32_t hitting = AHEAD_TARGET(die * steps) & ~stopped;
             int has = hitting != 0, source = 31 - __builtin_clz(hitting | 1);
             hits += (has & (hits == 0)) + (has & (int)(passed_blots >> source & 1));
             pips = max_int(pips, has * (source - die * steps + 1));
@@ -179,9 +184,8 @@ static void shots_none_on_bar(const int *single_source, const int *single_severa
  *
  * The reference loops over each roll's ways to hit (its "slots": the two dice and their sum, or the one
  * to four steps of a double) with masks over every (roll, slot); here the same rules are written out per
- * kind of roll, with the hitters of each way found on point bit masks. Shifting a mask up by p moves
- * every point p pips back: bit s of ``ahead_blocked[p]`` is a blocked point p pips in front of index s,
- * bit s of ``ahead_target[d]`` a hitter on s with a target d pips in front. */
+ * kind of roll, with the hitters of each way found on point bit masks (``AHEAD_TARGET``; bit s of
+ * (blocked << p) is a blocked point p pips in front of index s). */
 static void shots(const int *ours, uint32_t occupied, uint32_t blocked, uint32_t blot, int *pip_loss,
                   int *one, int *two) {
     *pip_loss = *one = *two = 0;
@@ -192,9 +196,7 @@ static void shots(const int *ours, uint32_t occupied, uint32_t blocked, uint32_t
     for (int i = 0; i < 6; i++) hitter &= ~((uint32_t)(ours[i] == 2) << i);
     if (!targets || !hitter) return; /* no way hits: every roll counts 0 */
 
-    uint32_t ahead_blocked[19], ahead_target[25];
-    for (int p = 0; p < 19; p++) ahead_blocked[p] = blocked << p;
-    for (int d = 1; d < 25; d++) ahead_target[d] = (targets << d) & hitter & MASK25;
+    uint32_t reachable = hitter & MASK25;
     int on_bar = ours[24];
     int total_pips = 0, rolls_one = 0, rolls_two = 0;
 
@@ -202,7 +204,7 @@ static void shots(const int *ours, uint32_t occupied, uint32_t blocked, uint32_t
      * rearmost hitter on a point, whether the checker on the bar hits. */
     int single_source[7], single_several[7], single_point[7], single_bar[7];
     for (int die = 1; die <= 6; die++) {
-        uint32_t hits = ahead_target[die];
+        uint32_t hits = AHEAD_TARGET(die);
         single_source[die] = highest_bit(hits);
         single_several[die] = (hits & (hits - 1)) != 0;
         single_point[die] = highest_bit(hits & POINTS_MASK);
@@ -210,14 +212,13 @@ static void shots(const int *ours, uint32_t occupied, uint32_t blocked, uint32_t
     }
 
     if (on_bar == 0) {
-        shots_none_on_bar(single_source, single_several, ahead_blocked, ahead_target, blot, ours, pip_loss, one,
-                          two);
+        shots_none_on_bar(single_source, single_several, targets, reachable, blocked, blot, ours, pip_loss, one, two);
         return;
     }
     for (int high = 2; high <= 6; high++) {
         for (int low = 1; low < high; low++) {
             /* Both dice with one checker: one of the two landing points must be open. */
-            uint32_t both = ahead_target[high + low] & ~(ahead_blocked[high] & ahead_blocked[low]);
+            uint32_t both = AHEAD_TARGET(high + low) & ~(blocked << high & blocked << low);
             int hits, pips;
             if (on_bar == 1) {
                 /* Hits from the bar count; a hit from a point with one die counts once, when the other
@@ -258,9 +259,9 @@ static void shots(const int *ours, uint32_t occupied, uint32_t blocked, uint32_t
              * counts one hit, two with a blot on the way. */
             uint32_t stopped = 0, passed_blots = 0;
             for (int steps = 2; steps <= 4; steps++) {
-                stopped |= ahead_blocked[die * (steps - 1)];
+                stopped |= blocked << (die * (steps - 1));
                 passed_blots |= blot << (die * (steps - 1));
-                if ((ahead_target[die * steps] & ~stopped) >> 24 & 1) {
+                if ((AHEAD_TARGET(die * steps) & ~stopped) >> 24 & 1) {
                     hits = (hits == 0 ? 1 : hits) + (int)(passed_blots >> 24 & 1);
                     pips = max_int(pips, 25 - die * steps);
                 }
