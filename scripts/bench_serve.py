@@ -106,7 +106,8 @@ def main() -> None:
                 if server.poll() is not None:
                     raise SystemExit("the server stopped before answering") from None
                 time.sleep(0.5)
-        asyncio.run(level(port, 1, 2.0, 50, args.ply))  # warm-up: kernels, databases
+        # Warm-up: the databases, and the engine's kernels compiled for the batch sizes of the largest level.
+        asyncio.run(level(port, max(args.levels), 5.0, 4 * max(args.levels), args.ply))
         print(f"bgtrain serve {args.model}, {args.ply}-ply, {args.threads} torch thread(s); wildbg /move, start "
               f"position, 21 rolls; at most {args.seconds:.0f} s or {args.requests} requests per level")
         for clients in args.levels:

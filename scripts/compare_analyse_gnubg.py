@@ -125,6 +125,10 @@ def main() -> None:
     parser.add_argument("--model", default="checkpoints/bgtrain-supervised.pt")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", help="write the comparison as JSON here")
+    parser.add_argument("--gnubg-json", help="gnubg's analysis saved by an earlier run (skips running gnubg)")
+    parser.add_argument("--save-gnubg-json", help="save gnubg's analysis here for a later --gnubg-json")
+    parser.add_argument("--bgtrain-json", help="bgtrain's report saved by an earlier run (bgtrain analyse --json)")
+    parser.add_argument("--save-bgtrain-json", help="save bgtrain's report here for a later --bgtrain-json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     files = [str(Path(name).resolve()) for name in args.files]
@@ -137,11 +141,21 @@ def main() -> None:
         files += sorted(str(path) for path in out.glob("gnubg_*.mat"))
     if not files:
         raise SystemExit("no files: give .mat files or --play N --out DIR")
-    with tempfile.TemporaryDirectory() as folder:
-        output = str(Path(folder) / "gnubg.json")
-        run_gnubg(ANALYSE_SCRIPT.format(plies=args.gnubg_ply, paths=files, out=output), 7200)
-        gnu = json.loads(Path(output).read_text())
-    report = analyse_files(Evaluator.from_path(args.model), files, args.ply)
+    if args.gnubg_json:
+        gnu = json.loads(Path(args.gnubg_json).read_text())
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            output = str(Path(folder) / "gnubg.json")
+            run_gnubg(ANALYSE_SCRIPT.format(plies=args.gnubg_ply, paths=files, out=output), 7200)
+            gnu = json.loads(Path(output).read_text())
+        if args.save_gnubg_json:
+            Path(args.save_gnubg_json).write_text(json.dumps(gnu))
+    if args.bgtrain_json:
+        report = json.loads(Path(args.bgtrain_json).read_text())
+    else:
+        report = analyse_files(Evaluator.from_path(args.model), files, args.ply, luck="none")
+        if args.save_bgtrain_json:
+            Path(args.save_bgtrain_json).write_text(json.dumps(report))
 
     pairs = []  # (bgtrain row, gnu move) for every checker play both analysed with a choice
     ranking_same = ranking_total = skipped_games = 0
@@ -201,7 +215,7 @@ def main() -> None:
             cube["gnubg"]["wrong_takes"] += numbers["wrong-take"]
             cube["gnubg"]["wrong_passes"] += numbers["wrong-drop"]
     result = {
-        "files": len(report["files"]), "bgtrain_ply": args.ply, "gnubg_ply": args.gnubg_ply,
+        "files": len(report["files"]), "bgtrain_ply": report["ply"], "gnubg_ply": args.gnubg_ply,
         "decisions": len(pairs), "skipped_games": skipped_games, "errors": report["errors"],
         "ranking_same": ranking_same, "ranking_files": ranking_total,
         "mean_error_rate": totals,
@@ -211,7 +225,7 @@ def main() -> None:
         "cube_errors": cube,
     }
     print(f"{result['files']} files, {len(pairs)} unforced checker plays analysed by both "
-          f"(bgtrain {args.ply}-ply, gnubg {args.gnubg_ply}-ply; {skipped_games} games not aligned)")
+          f"(bgtrain {report['ply']}-ply, gnubg {args.gnubg_ply}-ply; {skipped_games} games not aligned)")
     print(f"  players ranked alike (by checker error rate) in {ranking_same} of {ranking_total} files")
     print("  mean error rate, left / right player: bgtrain {:.1f} / {:.1f}, gnubg {:.1f} / {:.1f}".format(
         *totals["bgtrain"], *totals["gnubg"]))

@@ -172,3 +172,26 @@ def test_luck_methods_refused_when_unknown(evaluator):
         analyse_turns(evaluator, [], luck="lucky")
     assert analyse_turns(evaluator, []).loss.shape == (0,)
     assert torch.get_num_threads() >= 1
+
+
+def test_sgf_reads_as_the_same_match_as_mat(tmp_path):
+    """A 5-point match GNU Backgammon 1.07 played against itself (one side with noise), saved by it as
+    both ``.mat`` (``export match mat``) and ``.sgf`` (``save match``): the same turns, cube decisions and
+    results from either file."""
+    data = ROOT / "tests" / "data" / "analysis"
+    mat, sgf = read_match_file(data / "gnubg_5point.mat"), read_match_file(data / "gnubg_5point.sgf")
+    assert mat.errors == [] and sgf.errors == [] and mat.length == sgf.length == 5
+
+    def content(match):
+        return [([(t.player, t.board, t.dice, t.after, t.cube) for t in game.turns],
+                 [(c.player, c.board, c.cube, c.doubled, c.response, c.rules) for c in game.cube_points],
+                 game.winner, game.points, game.crawford, game.players) for game in match.games]
+
+    assert content(mat) == content(sgf) and len(sgf.games) == 2
+    assert sgf.games[1].crawford and not sgf.games[1].cube_points  # 4-0 to 5: the Crawford game
+    text = (data / "gnubg_5point.sgf").read_text()
+    spoiled = text.replace(";B[41abae]", ";B[41abq!]", 1)
+    (tmp_path / "bad.sgf").write_text(spoiled)
+    bad = read_match_file(tmp_path / "bad.sgf")
+    line = text[: text.index(";B[41abae]")].count("\n") + 1
+    assert [game.number for game in bad.games] == [2] and bad.errors[0].startswith(f"{tmp_path / 'bad.sgf'}:{line}:")

@@ -162,3 +162,11 @@ def test_batching_queue_groups_concurrent_requests():
 
     with pytest.raises(RuntimeError, match="no network"):
         asyncio.run(failing())
+
+
+def test_serve_listens_on_this_machine_only_by_default():
+    from bgtrain.cli import build_parser, main
+
+    args = build_parser("serve").parse_args(["serve"])
+    assert args.host == "127.0.0.1" and args.max_ply == 2
+    assert main(["serve", "--ply", "3"]) == 2  # deeper than --max-ply: refused before any model loads

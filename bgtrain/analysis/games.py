@@ -1,4 +1,5 @@
-"""Games read for analysis: every roll with its position, and every cube decision, from ``.mat`` files.
+"""Games read for analysis: every roll with its position, and every cube decision, from ``.mat`` files
+(and GNU Backgammon's ``.sgf`` files, ``bgtrain.analysis.sgf``).
 
 ``read_match_file`` reads a Jellyfish ``.mat`` file with ``bgtrain.matfile`` and walks each game
 on the board, keeping what the analysis needs and nothing the engine does not check:
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from bgtrain.analysis.sgf import parse_sgf
 from bgtrain.cube import CubeState, MatchGame, MoneyGame
 from bgtrain.matfile import DOUBLE, DROP, MOVE, TAKE, WIN, MatGame, parse_mat
 from engine.board import FLIP_PERMUTATION
@@ -98,6 +100,10 @@ def read_match_file(path: str | Path, jacoby: bool = False) -> MatchFile:
         text = Path(path).read_text(errors="replace")
     except OSError as error:
         return MatchFile(name, 0, [], [f"{name}: {error.strerror or error}"])
+    if Path(path).suffix.lower() == ".sgf":
+        length, games, errors = parse_sgf(text, name)
+        records, walk_errors = _walk_all(games, length, jacoby, name)
+        return MatchFile(name, length, records, errors + walk_errors)
     try:
         games = list(parse_mat(text, name).games)
         length = parse_mat(_header_only(text), name).length

@@ -98,12 +98,14 @@ class Engines:
     # --- batch functions: one evaluation for every request of a batch --------------------------------
 
     def plays(self, key, items):
-        variant, ply = key
+        """``key``: (variant, ply, notation); ``notation`` False skips GNU's notation (a scalar search per
+        request: half the time of a batch of wildbg requests, which write their plays as steps instead)."""
+        variant, ply, notation = key
         evaluator = self.by_variant[variant]
         device = _device(evaluator)
         boards = torch.tensor([board for board, _ in items], dtype=torch.int8, device=device)
         dice = torch.tensor([roll for _, roll in items], dtype=torch.int8, device=device)
-        return evaluator.hint(boards, dice, ply)
+        return evaluator.hint(boards, dice, ply, notation=notation)
 
     def probabilities(self, key, items):
         variant, ply = key
@@ -135,7 +137,7 @@ def create_app(engines: Engines, max_batch: int = 256, max_wait: float = 0.002) 
         board = board_from_pips(params, evaluator.rules)
         ply = engines.ply(params, evaluator)
         game = _match_from_away(x_away, o_away)
-        hints = await queue.submit("plays", (evaluator.rules.name, ply), (board, dice))
+        hints = await queue.submit("plays", (evaluator.rules.name, ply, False), (board, dice))
         moves = []
         for hint in hints:
             value = hint.equity if game is None else _match_winning_chance(hint.probabilities, game)
@@ -144,9 +146,9 @@ def create_app(engines: Engines, max_batch: int = 256, max_wait: float = 0.002) 
         moves.sort(key=lambda pair: (-pair[0].ply, -pair[1]))
         details = play_details(board, dice, evaluator.rules)
         return JSONResponse({"moves": [
-            {"play": details[hint.board],
+            {"play": details[hint.board][0],
              "probabilities": probabilities_view(hint.probabilities),
-             "equity": round(value, 6), "notation": hint.play, "ply": hint.ply}
+             "equity": round(value, 6), "notation": details[hint.board][1], "ply": hint.ply}
             for hint, value in moves
         ]})
 
@@ -173,7 +175,7 @@ def create_app(engines: Engines, max_batch: int = 256, max_wait: float = 0.002) 
             raise ApiError(400, "dice: give the roll (dice=31), or an XGID or match ID that holds one")
         ply = engines.ply(params, evaluator)
         limit = _limit(params)
-        hints = await queue.submit("plays", (evaluator.rules.name, ply), (board, dice))
+        hints = await queue.submit("plays", (evaluator.rules.name, ply, True), (board, dice))
         moves = []
         for rank, hint in enumerate(hints[:limit], 1):
             on_board, _ = split_checkers_in_hand(hint.board)

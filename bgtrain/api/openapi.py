@@ -135,7 +135,8 @@ def openapi_document(engines) -> dict:
                 "probabilities": {"$ref": "#/components/schemas/Probabilities"},
                 "equity": {"type": "number", "description": "bgtrain: the value moves are ranked by (money: cubeless "
                                                            "equity; a match: match winning chance)."},
-                "notation": {"type": "string", "description": "bgtrain: the play as GNU Backgammon writes it."},
+                "notation": {"type": "string", "description": "bgtrain: the same steps as text, one die each, * on hits "
+                                                                 "(as .mat files write a play: 8/5 6/5)."},
                 "ply": {"type": "integer", "description": "bgtrain: the ply this move was evaluated at."}}},
             "MoveResponse": {"type": "object", "required": ["moves"], "properties": {
                 "moves": {"type": "array", "items": {"$ref": "#/components/schemas/MoveInfo"}}}},

@@ -90,10 +90,15 @@ def probabilities_view(probabilities: Sequence[float]) -> dict[str, float]:
     return {"win": win, "winG": win_gammon, "winBg": win_backgammon, "loseG": lose_gammon, "loseBg": lose_backgammon}
 
 
-def play_details(before: Sequence[int], dice: tuple[int, int], rules: Rules) -> dict[tuple[int, ...], list[dict]]:
-    """Every legal play of ``dice`` from ``before`` as wildbg's ``MoveDetail`` list, by afterstate: one
-    ``{"from", "to"}`` per checker step, 25 the bar and 0 off, in an order in which the steps can be played
-    (``engine.reference``'s first sequence; one search for all the plays); empty when the roll cannot
-    be played."""
-    return {after: [{"from": min(source, MOVER_BAR), "to": max(target, BORNE_OFF)} for source, target, _ in sequences[0]]
-            for after, sequences in reference_plays(before, dice, rules).items()}
+def play_details(before: Sequence[int], dice: tuple[int, int], rules: Rules) -> dict[tuple[int, ...], tuple[list[dict], str]]:
+    """Every legal play of ``dice`` from ``before``, by afterstate: wildbg's ``MoveDetail`` list (one
+    ``{"from", "to"}`` per checker step, 25 the bar and 0 off, in an order in which the steps can be
+    played: ``engine.reference``'s first sequence) and the same steps as text, one die each with ``*`` on
+    hits, as ``.mat`` files write a play (``8/5 6/5``, ``25/22*``). Both empty when the roll cannot be
+    played. One reference search for all the plays."""
+    table = {}
+    for after, sequences in reference_plays(before, dice, rules).items():
+        steps = [(min(source, MOVER_BAR), max(target, BORNE_OFF), hit) for source, target, hit in sequences[0]]
+        table[after] = ([{"from": source, "to": target} for source, target, _ in steps],
+                        " ".join(f"{source}/{target}{'*' if hit else ''}" for source, target, hit in steps))
+    return table

@@ -1,9 +1,10 @@
-"""Analyse played games from Jellyfish ``.mat`` files (GNU Backgammon, eXtreme Gammon and bgtrain write them):
-every checker play and cube decision, at any ply, as GNU Backgammon's ``analyse match`` does.
+"""Analyse played games from Jellyfish ``.mat`` files (GNU Backgammon, eXtreme Gammon and bgtrain write them)
+and GNU Backgammon's ``.sgf`` files: every checker play and cube decision, at any ply, as GNU Backgammon's
+``analyse match`` does.
 
     bgtrain analyse FILE_OR_FOLDER... [--ply N] [--model PATH] [--json] [--html FILE] [--cubeless]
 
-A folder stands for every ``.mat`` file in it. Printed per file: both players' error rate (thousandths of
+A folder stands for every ``.mat`` and ``.sgf`` file in it. Printed per file: both players' error rate (thousandths of
 equity lost per decision, GNU Backgammon's count), an XG-style PR, doubtful / bad / very bad plays (GNU's
 thresholds 0.04 / 0.08 / 0.16), cube errors (missed and wrong doubles, wrong takes and passes), luck in total
 and per roll, the result and the luck-adjusted result; then every marked decision with the play made and the
@@ -36,7 +37,7 @@ from bgtrain.values.evaluator import MAX_PLY, Evaluator
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help=".mat files, or folders of them")
+    parser.add_argument("files", nargs="+", metavar="FILE", help=".mat or .sgf files, or folders of them")
     parser.add_argument("--ply", type=int, default=0, help=f"search depth, GNU numbering, 0 to {MAX_PLY} (default 0)")
     parser.add_argument("--model", help="checkpoint (.pt) or export (.onnx) (default checkpoints/bgtrain-supervised.pt)")
     parser.add_argument("--json", action="store_true", help="print the whole report as one JSON object")
@@ -52,14 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def match_files(names: list[str]) -> list[Path]:
-    """The files named, folders replaced by their ``.mat`` files (sorted); a missing name is an error."""
+    """The files named, folders replaced by their ``.mat`` and ``.sgf`` files (sorted); a missing name is an error."""
     paths = []
     for name in names:
         path = Path(name)
         if path.is_dir():
-            found = sorted(path.glob("*.mat"))
+            found = sorted(child for child in path.iterdir() if child.suffix.lower() in (".mat", ".sgf"))
             if not found:
-                raise ValueError(f"{name}: no .mat files in this folder")
+                raise ValueError(f"{name}: no .mat or .sgf files in this folder")
             paths.extend(found)
         elif path.exists():
             paths.append(path)
