@@ -63,6 +63,7 @@ import torch
 from bgtrain.arena.agents import argmax_per_position
 from bgtrain.bearoff import BearoffDatabase, load_bearoff_database
 from bgtrain.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_sided_database
+from bgtrain.bearoff_two_sided import applies_to as databases_apply
 from bgtrain.checkpoint import check_variant, load_network, trained_variant
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
 from bgtrain.static_value import NetworkValue, StaticValue, ValueFunction, model_device
@@ -143,6 +144,10 @@ class Evaluator:
         device = model_device(network)
         if two_sided is None:
             two_sided = bearoff is True
+        if not databases_apply(rules):
+            # Both databases value racing to be first off, paid by standard scoring: not play-to-lose, whose
+            # first side off loses, nor acey-deucey's checkers-left pay and extra rolls.
+            bearoff, two_sided = None, None
         return cls(NetworkValue(network, rules), rules, _bearoff(bearoff, device),
                    two_sided=_two_sided(two_sided, device), **settings)
 

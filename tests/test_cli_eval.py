@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-import bgtrain.commands.eval as eval_command
+from bgtrain import shipped_models
 from bgtrain.bearoff import build_bearoff_database, default_path
 from bgtrain.bearoff_two_sided import build_two_sided_database
 from bgtrain.bearoff_two_sided import default_path as two_sided_default_path
@@ -116,7 +116,7 @@ def test_model_errors(tmp_path, capsys, monkeypatch):
     assert main(["eval", START, "--model", old]) == 2
     assert "version" in capsys.readouterr().err
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(eval_command, "DEFAULT_MODEL", tmp_path / "no-such-default.pt")
+    monkeypatch.setattr(shipped_models, "STANDARD_MODEL", tmp_path / "no-such-default.pt")
     assert main(["eval", START]) == 2
     assert "no model: pass --model PATH" in capsys.readouterr().err
 

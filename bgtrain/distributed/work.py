@@ -58,15 +58,16 @@ def agent_recipe(spec: str, rules) -> dict:
     """What a worker needs to build the agent ``spec``: a checkpoint is read here, once, and its weights
     travel as numpy arrays; any other spec is checked here (so that a mistake is reported before work
     is sent out) and rebuilt on the worker from the spec (ONNX files must be on a shared filesystem)."""
-    model = model_spec(spec)
-    if model is not None and model[1] == "pt":
+    model = model_spec(spec, rules)
+    if model is not None and model.suffix == "pt":
         from bgtrain.checkpoint import check_variant, load_checkpoint, network_from_checkpoint
 
-        path, _, ply = model
-        payload = load_checkpoint(path)
-        check_variant(payload, rules, str(path))
-        network = network_from_checkpoint(payload, str(path))
-        return {"spec": spec.strip(), "model": network.model_args(), "weights": network_arrays(network), "ply": ply}
+        payload = load_checkpoint(model.path)
+        if not model.any_variant:
+            check_variant(payload, rules, str(model.path))
+        network = network_from_checkpoint(payload, str(model.path))
+        return {"spec": spec.strip(), "model": network.model_args(), "weights": network_arrays(network),
+                "ply": model.ply}
     make_agent(spec, rules, "cpu")
     return {"spec": spec.strip()}
 
