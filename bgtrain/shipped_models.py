@@ -15,9 +15,8 @@ from engine.variants import get_rules
 
 CHECKPOINTS = Path("checkpoints")
 STANDARD_MODEL = CHECKPOINTS / "bgtrain-supervised.pt"
-# Variants with no model of their own (acey-deucey-single: no run trained for its scoring yet).
-SHIPPED_VARIANTS = ("backgammon", "nackgammon", "hypergammon", "hypergammon1", "hypergammon2", "dutch",
-                    "acey-deucey", "play-to-lose")
+# The variants with a model of their own; not yet hypergammon1, hypergammon2 and acey-deucey-single.
+SHIPPED_VARIANTS = ("backgammon", "nackgammon", "hypergammon", "dutch", "acey-deucey", "play-to-lose")
 
 
 def shipped_model_name(variant: str | None = None) -> Path:
