@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from bgtrain.arena.gnubg import load_bindings, to_gnubg_board
-from bgtrain.commands.eval import default_model
+from bgtrain.model.shipped import shipped_model
 from bgtrain.values.evaluator import Evaluator
 from engine.movegen import legal_afterstates
 from engine.random_play import sample_positions
@@ -115,7 +115,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    model = Path(args.model) if args.model else default_model()
+    model = Path(args.model) if args.model else shipped_model()
     evaluator = Evaluator.from_path(model)
     bindings = load_bindings()
     boards, dice = positions(max(args.positions, args.deep_positions), seed=2026)

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-import bgtrain.commands.eval as eval_command
 from bgtrain.cli import main
+from bgtrain.model import shipped as shipped_models
 from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
@@ -116,7 +116,7 @@ def test_model_errors(tmp_path, capsys, monkeypatch):
     assert main(["eval", START, "--model", old]) == 2
     assert "version" in capsys.readouterr().err
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(eval_command, "DEFAULT_MODEL", tmp_path / "no-such-default.pt")
+    monkeypatch.setattr(shipped_models, "STANDARD_MODEL", tmp_path / "no-such-default.pt")
     assert main(["eval", START]) == 2
     assert "no model: pass --model PATH" in capsys.readouterr().err
 

@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_variant_must_be_the_models(tmp_path, capsys):
-    assert main(["play", "--variant", "nackgammon", "--no-browser", "--save", str(tmp_path / "s.json")]) == 2
+    standard = str(ROOT / "checkpoints/bgtrain-default.pt")
+    assert main(["play", "--variant", "nackgammon", "--model", standard, "--no-browser",
+                 "--save", str(tmp_path / "s.json")]) == 2
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0
     assert "bgtrain play: error:" in error and "trained for 'backgammon', not for 'nackgammon'" in error

@@ -168,8 +168,10 @@ class GnubgAgent:
     def __init__(self, ply: int = 0, rules: Rules = STANDARD) -> None:
         if ply not in PLIES:
             raise ValueError(f"gnubg plays at {', '.join(f'{p}ply' for p in PLIES)}, not {ply}ply")
-        if rules != STANDARD:
-            raise ValueError(f"gnubg opponents play standard backgammon only, not {rules.name!r}")
+        if rules != STANDARD and rules.name != "nackgammon":
+            # gnubg-nn has no variant setting: its nets play any 15-checker board under standard rules,
+            # as GNU Backgammon itself plays nackgammon, but hypergammon's databases are not in it.
+            raise ValueError(f"gnubg opponents play backgammon and nackgammon only, not {rules.name!r}")
         self.bindings = load_bindings()
         self.ply = ply
         self.rules = rules

@@ -4,9 +4,13 @@ Forms of ``spec`` (:data:`SPEC_FORMS`):
 
 ``random``                   uniformly random legal plays (seeded by ``seed``);
 ``pubeval``                  Tesauro's pubeval;
+``heuristic``                the rules of thumb written for the variant (``bgtrain.arena.heuristic``);
 ``PATH.pt`` / ``PATH.pt:Nply``      a bgtrain checkpoint: its evaluator's move choice (``bgtrain.values.evaluator``)
                              at 0-ply by default, N-ply search with ``:Nply``; at every ply with the
                              bear-off databases and the evaluator's clamps, as GNU Backgammon plays;
+                             ``:any-variant`` last lets a model play a variant it was not trained for
+                             (to measure what training for the variant adds), where its inputs fit;
+``shipped`` / ``shipped:Nply``  the variant's shipped model (``bgtrain.model.shipped``), as a checkpoint;
 ``PATH.onnx`` / ``PATH.onnx:Nply``  an exported ONNX model (``bgtrain.model.onnx_model``), the same way;
 ``gnubg:0ply|1ply|2ply``     GNU Backgammon's checker play (``bgtrain.arena.gnubg``; ``gnubg`` alone
                              is 0-ply), when ``pip install gnubg-nn`` has been run.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -28,12 +33,15 @@ from engine.rules import STANDARD, Rules
 SPEC_FORMS = (
     "random",
     "pubeval",
-    "PATH.pt[:Nply] (a checkpoint, 0-ply by default)",
+    "heuristic (rules of thumb for the variant)",
+    "PATH.pt[:Nply][:any-variant] (a checkpoint, 0-ply by default)",
+    "shipped[:Nply] (the variant's shipped model)",
     "PATH.onnx[:Nply] (an exported model)",
     "gnubg:0ply|1ply|2ply (needs `pip install gnubg-nn`)",
 )
 
-_MODEL = re.compile(r"^(?P<path>.+?\.(?P<suffix>pt|onnx))(?::(?P<ply>\d+)ply)?$", re.IGNORECASE)
+_MODEL = re.compile(r"^(?P<path>.+?\.(?P<suffix>pt|onnx))(?::(?P<ply>\d+)ply)?(?P<any>:any-variant)?$", re.IGNORECASE)
+_SHIPPED = re.compile(r"^shipped(?::(?P<ply>\d+)ply)?$", re.IGNORECASE)
 _GNUBG = re.compile(r"^gnubg(?::(?P<ply>\d+)ply)?$", re.IGNORECASE)
 
 
@@ -58,6 +66,10 @@ def make_agent(
         return RandomAgent(seed, device)
     if lowered == "pubeval":
         return PubevalAgent(rules)
+    if lowered == "heuristic":
+        from bgtrain.arena.heuristic import HeuristicAgent
+
+        return HeuristicAgent(rules)
     gnubg = _GNUBG.match(text)
     if gnubg:
         from bgtrain.arena.gnubg import GnubgAgent
@@ -65,32 +77,45 @@ def make_agent(
         agent = GnubgAgent(int(gnubg.group("ply") or 0), rules)
         agent.name = text
         return agent
-    model = model_spec(text)
+    model = model_spec(text, rules)
     if model:
-        path, _, ply = model
-        return _model_agent(path, ply, text, rules, device, bearoff)
+        return _model_agent(model, text, rules, device, bearoff)
     raise _unknown(spec)
 
 
-def model_spec(spec: str) -> tuple[Path, str, int] | None:
-    """``(path, suffix "pt" or "onnx", ply)`` when ``spec`` names a model file, else None. A depth the
-    evaluator cannot finish is refused here, before anything is loaded."""
+class ModelSpec(NamedTuple):
+    path: Path
+    suffix: str  # "pt" or "onnx"
+    ply: int
+    any_variant: bool  # play whatever variant is asked, not only the one the model was trained for
+
+
+def model_spec(spec: str, rules: Rules = STANDARD) -> ModelSpec | None:
+    """The model file ``spec`` names (``shipped``: the shipped model of ``rules``), else None. A depth
+    the evaluator cannot finish is refused here, before anything is loaded."""
+    from bgtrain.model.shipped import shipped_model
     from bgtrain.values.evaluator import check_ply
 
-    model = _MODEL.match(spec.strip())
+    text = spec.strip()
+    shipped = _SHIPPED.match(text)
+    model = shipped or _MODEL.match(text)
     if not model:
         return None
     try:
         ply = check_ply(int(model.group("ply") or 0))
     except ValueError as error:
-        raise ValueError(f"agent {spec.strip()!r}: {error}") from None
-    return Path(model.group("path")), model.group("suffix").lower(), ply
+        raise ValueError(f"agent {text!r}: {error}") from None
+    if shipped:
+        return ModelSpec(shipped_model(rules.name), "pt", ply, False)
+    return ModelSpec(Path(model.group("path")), model.group("suffix").lower(), ply, bool(model.group("any")))
 
 
-def _model_agent(path: Path, ply: int, name: str, rules: Rules, device, bearoff: bool) -> Agent:
+def _model_agent(model: ModelSpec, name: str, rules: Rules, device, bearoff: bool) -> Agent:
     from bgtrain.model.loading import load_model
 
-    return network_agent(load_model(path, rules, device).model, ply, name, rules, bearoff)
+    # ``:any-variant``: no variant asked of the file, so a model plays a variant it was not trained for.
+    loaded = load_model(model.path, None if model.any_variant else rules, device)
+    return network_agent(loaded.model, model.ply, name, rules, bearoff)
 
 
 def network_agent(model, ply: int, name: str, rules: Rules, bearoff: bool = True) -> Agent:
@@ -99,8 +124,13 @@ def network_agent(model, ply: int, name: str, rules: Rules, bearoff: bool = True
     played from its database, as GNU Backgammon's 0-ply plays it), else the bare model, as self-play
     trains it; N-ply: the evaluator's search, with its clamps and, when ``bearoff``, the databases."""
     if ply == 0:
+        from bgtrain.values.bearoff_two_sided import applies_to
+
         if not bearoff:
             return GreedyValueAgent.from_network(model, name, rules)
+        if not applies_to(rules):
+            # The databases value racing to be first off under standard scoring (see Evaluator.from_network).
+            return GreedyValueAgent.from_network(model, name, rules, clamps=True)
         from bgtrain.values.bearoff import load_bearoff_database
         from bgtrain.values.bearoff_two_sided import load_two_sided_database
         from bgtrain.values.static_value import model_device

@@ -73,14 +73,14 @@ def run(args: argparse.Namespace) -> int:
     from bgtrain.analysis.html import render_html
     from bgtrain.analysis.report import render_text
     from bgtrain.analysis.summary import analyse_files
-    from bgtrain.commands.eval import default_model
     from bgtrain.files import atomic_write
+    from bgtrain.model.shipped import shipped_model
 
     if not 0 <= args.ply <= MAX_PLY:
         raise ValueError(f"--ply {args.ply}: the search depth must be 0 to {MAX_PLY}")
     apply_threads(args)
     paths = match_files(args.files)
-    model = Path(args.model) if args.model else default_model()
+    model = Path(args.model) if args.model else shipped_model()
     evaluator = Evaluator.from_path(model, torch.device(args.device))
     if evaluator.rules.name != "backgammon":
         raise ValueError(f"--model {model} plays {evaluator.rules.name}; match files hold standard backgammon")

@@ -15,8 +15,9 @@ cubeful equity on the probabilities of the chosen ply (``bgtrain.cube``), except
 bear-offs of up to 6 checkers a side, where it is exact (``bgtrain.values.bearoff_two_sided``).
 
 ``--ply N`` searches N plies deep (GNU Backgammon's numbering: 0 is the network alone; 1 and 2 take
-a fraction of a second; every further ply costs about 20 times more). ``--model`` defaults to
-``checkpoints/bgtrain-supervised.pt``, the strongest model we ship. ``--json`` prints one JSON object with the same content.
+a fraction of a second; every further ply costs about 20 times more). ``--model`` defaults to the
+``--variant``'s shipped model (``bgtrain.model.shipped``): ``checkpoints/bgtrain-supervised.pt``, the
+strongest model we ship, for backgammon, ``checkpoints/bgtrain-<variant>.pt`` for the others. ``--json`` prints one JSON object with the same content.
 Exact bear-off values come from the bear-off database, built once into the cache on first use.
 """
 
@@ -32,6 +33,7 @@ import torch
 
 from bgtrain.commands import add_device, add_variant
 from bgtrain.cube import CubeState, MatchGame, MoneyGame, TakeAction, action_label
+from bgtrain.model.shipped import MODEL_HELP, shipped_model
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.cube_action import cube_action
 from bgtrain.values.evaluator import MAX_PLY, Evaluator, HintMove, check_ply
@@ -42,7 +44,6 @@ from engine.position_id import encode_position_id, split_checkers_in_hand, with_
 from engine.rules import STANDARD, Rules
 from engine.variants import get_rules
 
-DEFAULT_MODEL = Path("checkpoints") / "bgtrain-supervised.pt"
 OUTCOME_NAMES = ("win", "win_gammon", "win_backgammon", "lose_gammon", "lose_backgammon")
 
 
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("position", metavar="POSITION", help="GNU Backgammon position ID or XGID")
     parser.add_argument("--dice", help="the roll to play, e.g. 31 or 3-1 (default: the XGID's roll, if any)")
     parser.add_argument("--ply", type=int, default=0, help=f"search depth, GNU numbering, 0 to {MAX_PLY} (default 0)")
-    parser.add_argument("--model", help=f"checkpoint to evaluate with (default {DEFAULT_MODEL})")
+    parser.add_argument("--model", help=f"checkpoint to evaluate with (default {MODEL_HELP})")
     add_device(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_variant(parser, default=None, help="rules variant (default: the one the model was trained for)")
@@ -64,14 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cube.add_argument("--crawford", action="store_true", help="this is the Crawford game")
     cube.add_argument("--no-jacoby", action="store_true", help="money play without the Jacoby rule")
     cube.add_argument("--beavers", action="store_true", help="money play with beavers")
-
-
-def default_model() -> Path:
-    """``DEFAULT_MODEL`` (the strongest model we ship) in the working directory, else in the source checkout."""
-    for candidate in (DEFAULT_MODEL, Path(__file__).resolve().parents[2] / DEFAULT_MODEL):
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"no model: pass --model PATH (the default {DEFAULT_MODEL} does not exist)")
 
 
 def cube_and_game(args: argparse.Namespace, written: CubeSetting) -> tuple[CubeState, MoneyGame | MatchGame]:
@@ -154,7 +147,7 @@ def build_report(args: argparse.Namespace) -> dict:
         check_ply(args.ply)  # before the model and its databases load
     except ValueError as error:
         raise ValueError(f"--ply {args.ply}: {error}") from None
-    model = Path(args.model) if args.model else default_model()
+    model = Path(args.model) if args.model else shipped_model(args.variant)
     if model.suffix.lower() in (".ts", ".torchscript"):
         raise ValueError(f"--model {model}: TorchScript exports are for other programs (C++, Java, ...); "
                          "give a bgtrain checkpoint (.pt) or an ONNX export (.onnx)")

@@ -18,11 +18,11 @@ import threading
 import webbrowser
 from pathlib import Path
 
-from bgtrain.commands.eval import DEFAULT_MODEL, default_model
+from bgtrain.model.shipped import MODEL_HELP, shipped_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help=f"the bot's checkpoint or .onnx (default {DEFAULT_MODEL}, as bgtrain eval)")
+    parser.add_argument("--model", help=f"the bot's checkpoint or .onnx (default {MODEL_HELP})")
     parser.add_argument("--ply", type=int, default=0, help="the bot's search depth, GNU numbering (default 0)")
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument("--money", action="store_true", help="money play (the default)")
@@ -76,7 +76,7 @@ def build_session(args: argparse.Namespace, clock=None, dice=None):
     from bgtrain.web.game import Session, Settings
     from engine.variants import get_rules
 
-    model = Path(args.model) if args.model else default_model()
+    model = Path(args.model) if args.model else shipped_model(args.variant)
     evaluator = Evaluator.from_path(model)
     if args.variant is not None and get_rules(args.variant) != evaluator.rules:
         raise ValueError(f"{model} was trained for {evaluator.rules.name!r}, not for {args.variant!r} "

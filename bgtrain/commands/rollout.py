@@ -1,7 +1,7 @@
 """Roll out positions: play many games from each, in lock step, and average their results.
 
     bgtrain rollout POSITION... [--trials 1296] [--ply N] [--truncate K] [--cube] [--dice 31] [--top N]
-                    [--target-se X] [--seed S] [--model M] [--json] [--device D]
+                    [--target-se X] [--seed S] [--model M | --variant V] [--json] [--device D]
                     [--executor process|ray [--address A] [--workers N]] [--work-dir DIR]
 
 POSITION is a GNU Backgammon position ID (optionally ``:matchID``) or an XGID, the side to move before
@@ -40,10 +40,11 @@ from pathlib import Path
 
 import torch
 
-from bgtrain.commands import add_device, add_seed, add_threads, apply_threads
-from bgtrain.commands.eval import DEFAULT_MODEL, OUTCOME_NAMES, PROBABILITY_HEADER, default_model
+from bgtrain.commands import add_device, add_seed, add_threads, add_variant, apply_threads
+from bgtrain.commands.eval import OUTCOME_NAMES, PROBABILITY_HEADER
 from bgtrain.cube import CubeState
 from bgtrain.distributed.executor import add_executor_arguments, executor_from_args
+from bgtrain.model.shipped import MODEL_HELP, shipped_model
 from bgtrain.rollout import RolloutSettings
 from bgtrain.rollout.chunks import DEFAULT_CHUNK, rollout_in_chunks
 from bgtrain.rollout.plays import rollout_plays
@@ -69,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "batches, which run slower)")
     parser.add_argument("--no-variance-reduction", action="store_true", help="plain results, no luck correction")
     add_seed(parser, help="dice seed (default 0)")
-    parser.add_argument("--model", help=f"checkpoint or .onnx model (default {DEFAULT_MODEL}, as bgtrain eval)")
+    parser.add_argument("--model", help=f"checkpoint or .onnx model (default {MODEL_HELP})")
+    add_variant(parser, default=None, help="rules variant; must be the model's (default: the model's)")
     add_device(parser)
     add_threads(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -111,9 +113,11 @@ def _cube(setting, text: str) -> CubeState:
 def build_report(args: argparse.Namespace) -> dict:
     settings = _settings(args)
     apply_threads(args)
-    model = Path(args.model) if args.model else default_model()
+    model = Path(args.model) if args.model else shipped_model(args.variant)
     device = torch.device(args.device)
     evaluator = Evaluator.from_path(model, device)
+    if args.variant is not None and args.variant != evaluator.rules.name:
+        raise ValueError(f"{model} was trained for {evaluator.rules.name!r}, not for {args.variant!r}")
     parsed = [parse_position(text, evaluator.rules) for text in args.positions]
     dice = parse_dice(args.dice, "--dice") if args.dice else None
     if dice is None and len(parsed) == 1 and parsed[0].dice is not None:

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bgtrain.api.app import Engines, create_app
-    from bgtrain.commands.eval import default_model
+    from bgtrain.model.shipped import shipped_model
 
     if not 0 <= args.max_ply <= MAX_PLY:
         raise ValueError(f"--max-ply {args.max_ply}: must be 0 to {MAX_PLY}")
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         # they are hot stalls every waiting request for the tens of seconds it takes (measured: p95
         # latency 20-30 s at 64 clients); op by op, move generation is about 1.4 times slower but steady.
         kernels.set_mode("never")
-    models = [Path(model) for model in args.model] if args.model else [default_model()]
+    models = [Path(model) for model in args.model] if args.model else [shipped_model()]
     evaluators = [Evaluator.from_path(model, torch.device(args.device)) for model in models]
     app = create_app(Engines(evaluators, args.ply, args.max_ply), args.max_batch, args.max_wait_ms / 1000.0)
     print(f"bgtrain serve: http://{args.host}:{args.port}/ (variants: "

@@ -46,15 +46,16 @@ from engine.variants import get_rules
 
 
 def agent_recipe(spec: str, rules, in_process: bool = False) -> dict:
-    """What a worker needs to build the agent ``spec``: a model file (checkpoint or ONNX export) is read
-    here, once, and travels as weights or bytes (``bgtrain.distributed.payloads``: no worker opens a
-    path); any other spec (pubeval, random, gnubg) is checked here, so that a mistake is reported
-    before work is sent out, and rebuilt on the worker from the spec. ``in_process``: the work runs in
-    this process, which keeps the loaded network itself (``model_file_recipe``)."""
-    model = model_spec(spec)
+    """What a worker needs to build the agent ``spec``: a model file (checkpoint or ONNX export, or the
+    variant's shipped model) is read here, once, and travels as weights or bytes
+    (``bgtrain.distributed.payloads``: no worker opens a path); any other spec (pubeval, random,
+    heuristic, gnubg) is checked here, so that a mistake is reported before work is sent out, and rebuilt
+    on the worker from the spec. ``in_process``: the work runs in this process, which keeps the loaded
+    network itself (``model_file_recipe``)."""
+    model = model_spec(spec, rules)
     if model is not None:
-        path, _, ply = model
-        return {"spec": spec.strip(), "ply": ply, **model_file_recipe(path, rules, in_process)}
+        variant = None if model.any_variant else rules
+        return {"spec": spec.strip(), "ply": model.ply, **model_file_recipe(model.path, variant, in_process)}
     make_agent(spec, rules, "cpu")
     return {"spec": spec.strip()}
 

@@ -64,6 +64,7 @@ from bgtrain.model.loading import load_model
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
 from bgtrain.values.bearoff import BearoffDatabase, load_bearoff_database
 from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_sided_database
+from bgtrain.values.bearoff_two_sided import applies_to as databases_apply
 from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction, model_device, once_each
 from engine.board import flip_board
 from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
@@ -141,6 +142,10 @@ class Evaluator:
         device = model_device(network)
         if two_sided is None:
             two_sided = bearoff is True
+        if not databases_apply(rules):
+            # Both databases value racing to be first off, paid by standard scoring: not play-to-lose, whose
+            # first side off loses, nor acey-deucey's checkers-left pay and extra rolls.
+            bearoff, two_sided = None, None
         return cls(NetworkValue(network, rules), rules, _bearoff(bearoff, device),
                    two_sided=_two_sided(two_sided, device), **settings)
 

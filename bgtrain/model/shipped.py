@@ -1,0 +1,41 @@
+"""The models we ship, one per rules variant: ``shipped_model(variant)`` is the checkpoint every command
+(``bgtrain eval``, ``rollout``, ``play``, ``export``, and the ``shipped`` agent of ``bench`` and
+``league``) plays with when it is given ``--variant`` and no model of its own.
+
+Standard backgammon's is the strongest model we ship, ``bgtrain-supervised.pt``; each other variant's
+is the TD self-play model ``bgtrain-<variant>.pt`` that ``configs/<variant>.toml`` trains (lineage and
+measured strength in ``checkpoints/README.md``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.variants import get_rules
+
+CHECKPOINTS = Path("checkpoints")
+STANDARD_MODEL = CHECKPOINTS / "bgtrain-supervised.pt"
+# The variants with a model of their own; not yet hypergammon1, hypergammon2 and acey-deucey-single.
+SHIPPED_VARIANTS = ("backgammon", "nackgammon", "hypergammon", "dutch", "acey-deucey", "play-to-lose")
+
+
+def shipped_model_name(variant: str | None = None) -> Path:
+    """The shipped checkpoint of ``variant`` (None: standard backgammon), relative to the source checkout;
+    a ValueError naming the variants that have one when it has none."""
+    name = get_rules(variant or "backgammon").name
+    if name not in SHIPPED_VARIANTS:
+        raise ValueError(f"no model is shipped for variant {name!r} (shipped: {', '.join(SHIPPED_VARIANTS)}); "
+                         "pass a model of your own")
+    return STANDARD_MODEL if name == "backgammon" else CHECKPOINTS / f"bgtrain-{name}.pt"
+
+
+def shipped_model(variant: str | None = None) -> Path:
+    """``shipped_model_name(variant)`` in the working directory, else in the source checkout; a
+    FileNotFoundError with one line when neither holds it."""
+    relative = shipped_model_name(variant)
+    for candidate in (relative, Path(__file__).resolve().parents[2] / relative):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"no model: pass --model PATH (the default {relative} does not exist)")
+
+MODEL_HELP = f"the --variant's shipped model: {STANDARD_MODEL} for backgammon, {CHECKPOINTS}/bgtrain-VARIANT.pt else"
