@@ -3,8 +3,10 @@
     bgtrain bench A B --games N [--seed S] [--device D] [--json FILE] [--save-games DIR]
                       [--cube] [--match N] [--threads T]
 
-Agents: ``random``, ``pubeval``, ``PATH.pt[:Nply]`` (a checkpoint), ``PATH.onnx[:Nply]`` (an export),
-``gnubg:0ply|1ply|2ply`` (GNU Backgammon, after ``pip install gnubg-nn``); see ``bgtrain.arena.specs``.
+Agents: ``random``, ``pubeval``, ``heuristic`` (rules of thumb for the variant), ``PATH.pt[:Nply]`` (a
+checkpoint; ``:any-variant`` last for a variant it was not trained for), ``shipped[:Nply]`` (the
+``--variant``'s shipped model), ``PATH.onnx[:Nply]`` (an export), ``gnubg:0ply|1ply|2ply`` (GNU
+Backgammon, after ``pip install gnubg-nn``); see ``bgtrain.arena.specs``.
 
 By default: cubeless money games, gammons and backgammons counted. Every dice sequence is played twice
 with the seats swapped (``bgtrain.arena.duel``), so N is rounded up to even and the interval is over

@@ -11,8 +11,8 @@ points per game; ratings sum to zero). Written to DIR (default ``league``): ``le
 the same, and ``league.png`` (with matplotlib installed, ``pip install 'bgtrain[plot]'``) or else
 ``league.svg``: a heat map of the matrix beside the ratings.
 
-Agent forms as for ``bgtrain bench``: ``random``, ``pubeval``, ``PATH.pt[:Nply]``, ``PATH.onnx[:Nply]``,
-``gnubg:0ply|1ply|2ply``.
+Agent forms as for ``bgtrain bench``: ``random``, ``pubeval``, ``heuristic``, ``PATH.pt[:Nply][:any-variant]``,
+``shipped[:Nply]`` (the ``--variant``'s shipped model), ``PATH.onnx[:Nply]``, ``gnubg:0ply|1ply|2ply``.
 """
 
 from __future__ import annotations
