@@ -214,7 +214,8 @@ def test_paired_interval_by_hand():
     """Plays 2 and 0 of each position lose 0.02 and 0: the difference is 20 (×1000) on every
     decision, so its paired interval is 0."""
     decisions = synthetic_decisions()
-    decisions = DecisionSet(decisions.board, decisions.dice, torch.zeros(3, dtype=torch.int8), decisions.source,
+    decisions = DecisionSet(decisions.board, decisions.dice, torch.full((3,), PositionKind.CONTACT, dtype=torch.int8),
+                            decisions.source,
                             decisions.counts, decisions.candidate, decisions.loss, decisions.equity)
     report = score_agents([IndexAgent(2, "third"), IndexAgent(0, "first"), IndexAgent(99, "last")], decisions)
     differences = {(d.agent_a, d.agent_b): d for d in report.differences}

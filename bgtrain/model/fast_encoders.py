@@ -50,7 +50,8 @@ def applies(board: torch.Tensor) -> bool:
     """Whether the fast path may encode ``board``: an ``int8[B, 28]`` CPU tensor in eager mode."""
     if board.device.type != "cpu" or board.dtype != torch.int8 or board.dim() != 2 or board.shape[1] != BOARD_WIDTH:
         return False
-    if torch.jit.is_tracing() or torch.compiler.is_compiling():
+    # Not under tracing, compiling or functorch's transforms (vmap, jacrev: tensors without storage).
+    if torch.jit.is_tracing() or torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
         return False
     # No export can be under way before torch.onnx is imported, and importing it costs a fifth of a second.
     if "torch.onnx" in sys.modules and torch.onnx.is_in_onnx_export():
