@@ -39,7 +39,7 @@ import torch
 
 from bgtrain.commands import add_variant, positive_int
 from engine.batch_notation import play_words
-from engine.kernels import ENVIRONMENT_VARIABLE, set_mode
+from engine.kernels import op_by_op_unless_asked
 from engine.movegen import legal_afterstates
 from engine.parsing import HAND_PREFIX, parse_moves_request
 from engine.position_id import (
@@ -322,8 +322,7 @@ def _reuse_freed_memory() -> None:
 def run(args: argparse.Namespace) -> int:
     # Compiling the move generator costs seconds and saves a fraction of a second per 100,000 lines:
     # unless BGTRAIN_COMPILE asks for it, this command runs op by op (and leaves the mode as it found it).
-    previous = None if ENVIRONMENT_VARIABLE in os.environ else set_mode("never")
-    try:
+    with op_by_op_unless_asked():
         rules = get_rules(args.variant)
         _reuse_freed_memory()
         out = sys.stdout
@@ -331,6 +330,3 @@ def run(args: argparse.Namespace) -> int:
             out.write(answer_batch(batch, rules))
             out.flush()
         return 0
-    finally:
-        if previous is not None:
-            set_mode(previous)
