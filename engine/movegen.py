@@ -134,6 +134,18 @@ def argmax_per_position(scores: torch.Tensor, afterstates: Afterstates) -> torch
 
 
 
+def rank_per_position(scores: torch.Tensor, afterstates: Afterstates) -> torch.Tensor:
+    """Each afterstate's rank within its position by ``scores``, best first from 0 (ties keep the
+    generation order): ``int64[N]``."""
+    position = afterstates.position
+    # Sort by score, then stably by position: each position's rows end up contiguous, best first.
+    order = torch.argsort(scores, descending=True, stable=True)
+    order = order[torch.argsort(position[order], stable=True)]
+    rank = torch.empty_like(position)
+    rank[order] = torch.arange(order.numel(), device=order.device) - afterstates.offsets[position[order]]
+    return rank
+
+
 def _rows(tensor: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``tensor[mask]`` for a bool mask over rows; ``index_select`` copies int64 rows several times
     faster than advanced indexing on the CPU (measured with torch 2.13)."""

@@ -6,6 +6,7 @@
                              [--kinds race]
                              [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset relabel SOURCE --out DIR [--model M] [--labeller ply:1] [--kinds crashed]
+    bgtrain dataset plays SOURCE --out DIR [--model M] [--labeller ply:0] [--top 6] [--others 3] [--seed K]
     bgtrain dataset info DIR [--json]
 
 ``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
@@ -23,6 +24,10 @@ size and sha256 its manifest records and writes a damaged or missing one again, 
 ``relabel`` labels the positions of an existing dataset again (those of ``--kinds``, all by default)
 with another model or labeller, shard for shard (``bgtrain.datasets.relabel``): a stronger teacher for
 positions already found. It resumes after a kill the same way.
+
+``plays`` takes, for each position of SOURCE, a roll and the positions after its ``--top`` best plays by
+the model's 0-ply and about ``--others`` more of the rest (``bgtrain.datasets.plays``), and labels them:
+what a student needs to rank plays as its teacher does (a distillation's positions). It resumes the same way.
 
 ``--executor ray`` makes the shards on a Ray cluster (``bgtrain.distributed.datasets``: one shard per
 work unit; this process writes them and the manifest as they arrive), byte for byte the files an
@@ -77,6 +82,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_device(relabel)
     add_threads(relabel)
     relabel.add_argument("--no-progress", action="store_true")
+    plays = actions.add_parser("plays", help="the positions after the plays a teacher ranks, labelled")
+    plays.add_argument("source", help="the dataset whose positions' plays are taken")
+    plays.add_argument("--out", required=True, help="directory of the new dataset")
+    plays.add_argument("--model", default=DEFAULT_TEACHER,
+                       help=f"model that ranks the plays and labels (default {DEFAULT_TEACHER})")
+    plays.add_argument("--labeller", default="ply:0", help="ply:N or rollout:TRIALS[:truncate=K] (default ply:0)")
+    plays.add_argument("--top", type=int, default=6, help="best plays kept per position (by the model's 0-ply)")
+    plays.add_argument("--others", type=float, default=3.0, help="about this many of the other plays kept, drawn")
+    add_seed(plays)
+    plays.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
+                       help="keep only positions of these kinds (contact, crashed, race); default: all")
+    add_device(plays)
+    add_threads(plays)
+    plays.add_argument("--no-progress", action="store_true")
     info = actions.add_parser("info", help="summarise a dataset")
     info.add_argument("directory")
     info.add_argument("--json", action="store_true", help="print the manifest")
@@ -111,14 +130,18 @@ def run(args: argparse.Namespace) -> int:
     from bgtrain.values.evaluator import Evaluator
 
     apply_threads(args)
-    if args.action == "relabel":
+    if args.action in ("relabel", "plays"):
+        from bgtrain.datasets.plays import PlaySelection
         from bgtrain.datasets.relabel import relabel_dataset
 
         kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip())
+        plays = PlaySelection(args.top, args.others, args.seed) if args.action == "plays" else None
         read_manifest(args.source)  # a missing or foreign source: its one-line error before the model loads
         labeller = labeller_from_spec(args.labeller, args.model, args.device)
-        manifest = relabel_dataset(args.out, args.source, labeller, kinds, progress=not args.no_progress)
-        print(f"dataset: {args.out} ({manifest['positions']:,} positions of {args.source} in "
+        manifest = relabel_dataset(args.out, args.source, labeller, kinds, progress=not args.no_progress,
+                                   plays=plays)
+        taken = "the plays of the positions" if plays is not None else "positions"
+        print(f"dataset: {args.out} ({manifest['positions']:,} {taken} of {args.source} in "
               f"{len(manifest['shards'])} shards, labelled by {args.labeller} of {args.model})")
         return 0
     settings = GenerationSettings(

@@ -192,7 +192,7 @@ def open_dataset(directory: Path, header: dict[str, Any]) -> dict[str, Any]:
         existing = read_manifest(directory)
         # A manifest written before ``kinds`` existed describes a dataset of every kind.
         existing["settings"] = {"kinds": [], **existing.get("settings", {})}
-        for key in ("labeller", "source_model", "rules", "settings", "relabelled"):
+        for key in ("labeller", "source_model", "rules", "settings", "relabelled", "plays"):
             if existing.get(key) != header.get(key):
                 raise ValueError(f"{directory} holds a dataset made with another {key} "
                                  f"({existing.get(key)!r}); choose a new directory")

@@ -11,7 +11,8 @@ The new manifest (``bgtrain.datasets.shards``, the same format) names the new la
 source's ``source_model``, ``rules`` and ``settings`` (how the positions were found), and adds
 ``relabelled``: the source directory, its labeller, the kinds kept. Each shard's entry records the
 sha256 of the source shard it came from (``source_sha256``); a resumed run relabels again a shard whose
-source shard has changed since. The shards' ``zero_ply`` are the new
+source shard has changed since. With ``plays`` (``bgtrain.datasets.plays``), shard k holds instead the
+positions after the selected plays of source shard k's positions, and the manifest says how they were chosen. The shards' ``zero_ply`` are the new
 labeller's model at 0-ply (what its labels correct). As for generation, a shard is written atomically
 before the manifest lists it, so a killed run, rerun with the same command, keeps its complete shards
 and writes the rest: the result is the same as an uninterrupted run's (labels depend only on the
@@ -34,8 +35,10 @@ from bgtrain.datasets.generate import (
     kind_codes,
     open_dataset,
     record_shard,
+    shard_seed,
 )
 from bgtrain.datasets.labellers import Labeller
+from bgtrain.datasets.plays import PlaySelection, plays_of
 from bgtrain.datasets.shards import (
     FORMAT_VERSION,
     MANIFEST,
@@ -44,6 +47,7 @@ from bgtrain.datasets.shards import (
     read_shard,
     write_shard,
 )
+from engine.position_kinds import position_kinds
 
 
 def relabel_dataset(
@@ -53,6 +57,7 @@ def relabel_dataset(
     kinds: tuple[str, ...] = (),
     progress: bool = True,
     stop_after_shards: int | None = None,
+    plays: PlaySelection | None = None,
 ) -> dict[str, Any]:
     """Write (or complete) at ``directory`` the positions of ``source`` (of ``kinds``, all when empty)
     labelled by ``labeller``; returns the new manifest. ``labeller`` must have an ``evaluator`` (its
@@ -80,6 +85,8 @@ def relabel_dataset(
         "relabelled": {"from": str(source), "labeller": origin["labeller"], "kinds": list(kinds),
                        "source_shards": [entry["index"] for entry in shards]},
     }
+    if plays is not None:
+        header["plays"] = plays.describe()
     with dataset_lock(directory):
         manifest = open_dataset(directory, header)
         # A shard relabelled from an earlier version of its source shard is stale: relabelled again.
@@ -88,7 +95,7 @@ def relabel_dataset(
             done["index"]: "stale (made from another version of the source shard)" for done in manifest["shards"]
             if done.get("source_sha256") != _sha256(source / sources[done["index"]]["file"])})
         done = {entry["index"] for entry in manifest["shards"]}
-        total = sum(_kept(entry, kinds) for entry in shards)
+        total = None if plays is not None else sum(_kept(entry, kinds) for entry in shards)
         bar = tqdm(total=total, initial=sum(entry["positions"] for entry in manifest["shards"]), unit="pos",
                    disable=not progress, dynamic_ncols=True)
         written = 0
@@ -100,6 +107,9 @@ def relabel_dataset(
             started = time.perf_counter()
             path = source / entry["file"]
             tensors = read_shard(path, entry)
+            if plays is not None:
+                positions = plays_of(tensors["positions"], labeller.evaluator, plays, shard_seed(plays.seed, entry["index"]))
+                tensors = {"positions": positions, "kinds": position_kinds(positions).to(torch.int8)}
             if wanted is not None:
                 keep = torch.isin(tensors["kinds"].long(), wanted)
                 tensors = {name: values[keep] for name, values in tensors.items()}

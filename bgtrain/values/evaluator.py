@@ -68,7 +68,7 @@ from bgtrain.values.bearoff_two_sided import applies_to as databases_apply
 from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction, model_device, once_each
 from engine.board import flip_board
 from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
-from engine.movegen import Afterstates, argmax_per_position, legal_afterstates
+from engine.movegen import Afterstates, argmax_per_position, legal_afterstates, rank_per_position
 from engine.notation import play_notations
 from engine.position_facts import mover_finished, opponent_finished
 from engine.rules import STANDARD, Rules
@@ -233,12 +233,7 @@ class Evaluator:
         best = torch.full((batch,), float("-inf"), dtype=equity.dtype, device=equity.device)
         best = best.scatter_reduce(0, position, equity, "amax")
         close = equity >= best[position] - self.move_filter.threshold
-        # Rank within each position, best first (stable): sort by equity, then stably by position.
-        order = torch.argsort(equity, descending=True, stable=True)
-        order = order[torch.argsort(position[order], stable=True)]
-        rank = torch.empty_like(position)
-        rank[order] = torch.arange(order.numel(), device=order.device) - afterstates.offsets[position[order]]
-        return close & (rank < self.move_filter.keep)
+        return close & (rank_per_position(equity, afterstates) < self.move_filter.keep)
 
     def agent(self, ply: int = 0, name: str | None = None) -> SearchAgent:
         """An ``bgtrain.arena.agents.Agent`` that plays this evaluator's move choice at ``ply``."""

@@ -1,0 +1,116 @@
+"""``bgtrain dataset plays``: the positions after a teacher's best plays and some others, labelled.
+
+Checked against a reference that ranks each position's plays on its own, one play at a time."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import compile_mode
+
+from bgtrain.cli import main
+from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
+from bgtrain.datasets.generate import GenerationSettings, generate_dataset, shard_seed
+from bgtrain.datasets.plays import PlaySelection, plays_of
+from bgtrain.datasets.relabel import relabel_dataset
+from bgtrain.datasets.shards import SHARD_FIELDS
+from bgtrain.model.network import ValueNetwork
+from bgtrain.outcomes import cubeless_equity
+from bgtrain.values.evaluator import Evaluator
+from engine.board import flip_board
+from engine.movegen import legal_afterstates
+from engine.position_facts import mover_finished
+
+SOURCE = GenerationSettings(positions=60, shard_size=30, seed=5, games_in_parallel=24, burn_in_turns=10,
+                            sample_rate=0.5, select_ply=0)
+
+
+@pytest.fixture(autouse=True)
+def op_by_op():
+    with compile_mode("never"):  # small batches: compiling the engine would cost more than it saves
+        yield
+
+
+@pytest.fixture(scope="module")
+def teacher() -> Evaluator:
+    torch.manual_seed(1)
+    return Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, teacher):
+    directory = tmp_path_factory.mktemp("source")
+    generate_dataset(directory, teacher, PlyLabeller(teacher, 0, "tiny"), SOURCE, "tiny", progress=False)
+    return directory
+
+
+def reference_plays(position: torch.Tensor, dice: tuple[int, int], teacher: Evaluator, top: int) -> set[tuple]:
+    """The ``top`` best plays of one position by the teacher's 0-ply, each valued alone, as the next side
+    sees the position after it (games that the play ends left out)."""
+    afterstates = legal_afterstates(position[None], torch.tensor([dice]), teacher.rules)
+    valued = []
+    for row in range(int(afterstates.counts[0])):
+        board = afterstates.boards[row : row + 1]
+        equity = float(cubeless_equity(teacher.afterstate_probabilities(board, 0))[0])
+        valued.append((equity, row, board))
+    valued.sort(key=lambda item: (-item[0], item[1]))  # best first, ties in generation order
+    return {tuple(flip_board(board)[0].tolist()) for _, _, board in valued[:top] if not bool(mover_finished(board)[0])}
+
+
+def test_the_kept_plays_are_the_teachers_best_after_each_roll(source, teacher):
+    positions = load_datasets([source]).positions
+    kept = plays_of(positions, teacher, PlaySelection(top=2, others=0), seed=11)
+    # The rolls are the generator's first draws for a batch under PLAY_CHUNK positions.
+    dice = torch.randint(1, 7, (positions.shape[0], 2), generator=torch.Generator().manual_seed(11))
+    expected = [board for index in range(positions.shape[0])
+                for board in reference_plays(positions[index], tuple(dice[index].tolist()), teacher, 2)]
+    assert sorted(map(tuple, kept.tolist())) == sorted(expected)
+    assert positions.shape[0] < kept.shape[0] <= 2 * positions.shape[0]
+
+
+def test_every_play_or_the_best_and_about_others_more(source, teacher):
+    positions = load_datasets([source]).positions
+    dice = torch.randint(1, 7, (positions.shape[0], 2), generator=torch.Generator().manual_seed(3))
+    afterstates = legal_afterstates(positions, dice, teacher.rules)
+    every = plays_of(positions, teacher, PlaySelection(top=1000, others=0), seed=3)
+    assert every.shape[0] == int((~mover_finished(afterstates.boards)).sum())
+    best_only = plays_of(positions, teacher, PlaySelection(top=1, others=0), seed=3)
+    assert best_only.shape[0] == positions.shape[0]
+    more = plays_of(positions, teacher, PlaySelection(top=1, others=2), seed=3)
+    extra = (more.shape[0] - best_only.shape[0]) / positions.shape[0]
+    assert 1.0 < extra < 3.0  # each of the rest with probability 2 / (count - 1): about 2 a position
+    assert torch.equal(more, plays_of(positions, teacher, PlaySelection(top=1, others=2), seed=3))  # seeded
+
+
+def test_a_plays_dataset_is_labelled_by_the_teacher_and_resumes(tmp_path, source, teacher):
+    selection = PlaySelection(top=3, others=1, seed=7)
+    labeller = PlyLabeller(teacher, 0, "teacher")
+    whole = relabel_dataset(tmp_path / "whole", source, labeller, plays=selection, progress=False)
+    data = load_datasets([tmp_path / "whole"])
+    sources = read_manifest(source)["shards"]
+    first = load_datasets([source]).positions[: sources[0]["positions"]]
+    assert torch.equal(data.positions[: whole["shards"][0]["positions"]],
+                       plays_of(first, teacher, selection, shard_seed(7, 0)))
+    torch.testing.assert_close(data.targets, teacher.probabilities(data.positions, 0).clamp(0, 1))
+    assert whole["plays"] == {"top": 3, "others": 1, "seed": 7} and whole["positions"] == len(data)
+
+    relabel_dataset(tmp_path / "resumed", source, labeller, plays=selection, progress=False, stop_after_shards=1)
+    relabel_dataset(tmp_path / "resumed", source, labeller, plays=selection, progress=False)
+    for name in SHARD_FIELDS:
+        assert torch.equal(getattr(load_datasets([tmp_path / "resumed"]), name), getattr(data, name)), name
+    with pytest.raises(ValueError, match="another plays"):
+        relabel_dataset(tmp_path / "whole", source, labeller, plays=PlaySelection(top=4), progress=False)
+    with pytest.raises(ValueError, match="top must be an integer >= 1"):
+        PlaySelection(top=0)
+
+
+def test_cli_plays(tmp_path, capsys, source):
+    out = tmp_path / "plays"
+    assert main(["dataset", "plays", str(source), "--out", str(out), "--model", "checkpoints/bgtrain-default.pt",
+                 "--top", "2", "--others", "0", "--no-progress"]) == 0
+    assert "the plays of the positions of" in capsys.readouterr().out
+    manifest = read_manifest(out)
+    assert manifest["plays"]["top"] == 2 and manifest["labeller"] == {"kind": "ply", "ply": 0,
+                                                                         "model": "checkpoints/bgtrain-default.pt"}
+    assert main(["dataset", "plays", str(source), "--out", str(tmp_path / "x"), "--top", "0"]) == 2
+    assert "top must be an integer >= 1" in capsys.readouterr().err
