@@ -17,7 +17,7 @@ from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
 from bgtrain.model.phases import PhaseNetwork
 from bgtrain.training.config import Config, config_to_dict
-from bgtrain.training.distillation import agreement, phase_member, write_member
+from bgtrain.training.distillation import agreement, phase_member, widen, write_member, write_widened
 from engine.board import flip_board
 from engine.position_kinds import PHASE_NAMES as PHASES
 from engine.position_kinds import PositionKind, position_phases
@@ -61,6 +61,24 @@ def test_a_member_written_alone_evaluates_as_in_the_ensemble(tmp_path):
         phase_member(model, "bearoff", 0)
     with pytest.raises(ValueError, match="not a phase model"):
         write_member(paths[0], "contact", 0, tmp_path / "bad.pt")
+
+
+def test_a_widened_student_computes_what_it_did_and_its_new_units_train(tmp_path):
+    torch.manual_seed(2)
+    narrow = ValueNetwork("gnubg_contact", (16,)).eval()
+    path = write_widened(save(narrow, tmp_path / "narrow.pt", games=7), 24, tmp_path / "wide.pt", seed=1)
+    wide = load_model(path).model
+    assert wide.hidden_sizes == (24,) and load_model(path).payload["config"]["model"]["hidden"] == [24]
+    torch.testing.assert_close(wide.evaluate(boards()), narrow.evaluate(boards()), rtol=0, atol=1e-6)
+    # The new units see the inputs (their input weights are not zero), so a gradient step moves their
+    # output weights: the function changes from there.
+    assert float(wide.hidden_layers[0].weight[16:].abs().sum()) > 0
+    wide.forward(boards()).sum().backward()
+    assert float(wide.output_layer.weight.grad[:, 16:].abs().sum()) > 0
+    with pytest.raises(ValueError, match="not more than the network's 16"):
+        widen(narrow, 16)
+    with pytest.raises(ValueError, match="one hidden layer"):
+        widen(ValueNetwork("tesauro198", (8, 4)), 12)
 
 
 def test_agreement_is_zero_with_itself_and_sees_a_changed_phase():

@@ -10,6 +10,10 @@ datasets hold no bear-off that the database answers), and the student is trained
 members (``write_member``) so that a short training reaches the ensemble, rather than a long one
 from scratch. ``bgtrain.model.combine_checkpoints`` then makes the phase model of the students.
 
+``widen`` gives a one-hidden-layer student more hidden units without changing what it computes (the new
+units have zero output weights), so a student that has stopped improving at its width continues from
+where it stopped rather than from scratch (``write_widened`` writes it as a checkpoint to start from).
+
 ``agreement`` measures how closely a student follows its teacher on given positions, per phase: the
 root mean square and the largest difference of their cubeless equities at 0-ply.
 """
@@ -54,6 +58,45 @@ def write_member(model_path: str | Path, phase: str, index: int, path: str | Pat
     result = checkpoint_payload(member, payload["config"], payload.get("rules"), counters,
                                 code_version=payload.get("code_version", "unknown"))
     result["source"] = {"model": str(model_path), "phase": phase, "member": index}
+    return save_checkpoint(path, result)
+
+
+@torch.no_grad()
+def widen(network: ValueNetwork, hidden: int, seed: int = 0) -> ValueNetwork:
+    """A copy of the one-hidden-layer ``network`` with ``hidden`` units that computes the same function:
+    its units are kept, each new unit gets small random input weights (scaled like the layer's own)
+    and zero output weights, so it contributes nothing until training moves it."""
+    if len(network.hidden_sizes) != 1:
+        raise ValueError(f"widen takes a network of one hidden layer, not {list(network.hidden_sizes)}")
+    old = network.hidden_sizes[0]
+    if hidden <= old:
+        raise ValueError(f"widen: {hidden} hidden units is not more than the network's {old}")
+    wider = ValueNetwork(network.encoder.name, (hidden,), network.activation_name, network.encoder.version)
+    generator = torch.Generator().manual_seed(seed)
+    first, output = network.hidden_layers[0], network.output_layer
+    new_first, new_output = wider.hidden_layers[0], wider.output_layer
+    scale = float(first.weight.std())
+    new_first.weight.copy_(torch.randn(new_first.weight.shape, generator=generator) * scale)
+    new_first.weight[:old] = first.weight
+    new_first.bias.zero_()
+    new_first.bias[:old] = first.bias
+    new_output.weight.zero_()
+    new_output.weight[:, :old] = output.weight
+    new_output.bias.copy_(output.bias)
+    return wider
+
+
+def write_widened(path_in: str | Path, hidden: int, path: str | Path, seed: int = 0) -> Path:
+    """Write the network checkpoint at ``path_in`` widened to ``hidden`` units (``widen``) at ``path``."""
+    loaded = load_model(path_in)
+    if not isinstance(loaded.model, ValueNetwork):
+        raise ValueError(f"{path_in} is not a single network")  # noqa: TRY004 (a bad file, as load_model says)
+    payload = loaded.payload
+    result = checkpoint_payload(widen(loaded.model, hidden, seed), payload["config"], payload.get("rules"), None,
+                                code_version=payload.get("code_version", "unknown"))
+    if isinstance(result["config"].get("model"), dict):
+        result["config"]["model"] = {**result["config"]["model"], "hidden": [hidden]}
+    result["source"] = {"model": str(path_in), "widened_to": hidden}
     return save_checkpoint(path, result)
 
 
