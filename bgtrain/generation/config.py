@@ -1,0 +1,362 @@
+"""A generation's plan: frozen, typed dataclasses read from one TOML file (``configs/generation/*.toml``).
+
+Sections: ``[generation]`` (names, directory, output model and lineage, the self-play and labelling
+models), ``[[datasets]]`` (self-play positions, their selection and labels), ``[[relabel]]`` (optional new
+labels for a dataset), ``[phases.contact|crashed|race]`` (one supervised training each), ``[benchmark]``
+(the move-error benchmark) and ``[[head_to_head]]`` (seat-swapped games against other agents). An unknown
+section or key, or a value of the wrong type, is a ValueError naming it, like the training config's
+(``bgtrain.training.config``), whose checks each phase's training config also passes when the plan is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bgtrain.training.config import Config, config_from_dict
+from engine.position_kinds import PHASE_NAMES
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a stage name part and a directory name
+_LABELLER = re.compile(r"^(ply:\d+|rollout:\d+(:truncate=\d+)?)$")
+BUILDERS = ("generate", "plays")
+
+
+def _name(section: str, value: str) -> None:
+    if not _NAME.match(value):
+        raise ValueError(f"[{section}] name = {value!r}: must be letters, digits, '.', '_' or '-'")
+
+
+def _labeller(section: str, value: str) -> None:
+    if not _LABELLER.match(value):
+        raise ValueError(f"[{section}] labeller = {value!r}: must be ply:N or rollout:TRIALS[:truncate=K]")
+
+
+@dataclass(frozen=True)
+class GenerationSection:
+    name: str = ""
+    """The generation's name (``gen9``): its directory is ``runs/generations/<name>`` unless ``directory``."""
+    directory: str = ""
+    """Where the generation lives: its state file, datasets, training runs, results and model."""
+    model: str = ""
+    """The output model (``checkpoints/bgtrain-gen9.pt``), written once every other stage is done."""
+    lineage: str = ""
+    """The lineage JSON (``checkpoints/lineage/bgtrain-gen9.json``); default ``<directory>/lineage.json``."""
+    self_play_model: str = "checkpoints/bgtrain-supervised.pt"
+    """The model whose self-play finds the positions, and which selects and labels them (``dataset generate``)."""
+    labelling_model: str = "checkpoints/bgtrain-supervised.pt"
+    """The model that labels in ``[[relabel]]`` steps (where not given there)."""
+
+    def __post_init__(self) -> None:
+        _name("generation", self.name)
+        if not self.model:
+            raise ValueError("[generation] model: the output model's path is required")
+
+    @property
+    def home(self) -> Path:
+        return Path(self.directory or f"runs/generations/{self.name}")
+
+    @property
+    def lineage_path(self) -> Path:
+        return Path(self.lineage) if self.lineage else self.home / "lineage.json"
+
+
+@dataclass(frozen=True)
+class DatasetSection:
+    name: str = ""
+    """The dataset's name: it is written to ``<directory>/datasets/<name>``."""
+    builder: str = "generate"
+    """"generate" (``bgtrain dataset generate``: noisy self-play, selection, labels) or "plays" (candidate
+    plays, ``bgtrain dataset plays``: the hook for that builder, refused until it exists)."""
+    positions: int = 10_000
+    seed: int = 0
+    shard_size: int = 5000
+    games: int = 512
+    """Self-play games in lock step."""
+    sample_rate: float = 0.25
+    epsilon: float = 0.05
+    temperature: float = 0.0
+    kinds: tuple[str, ...] = ()
+    """Take only positions of these kinds (contact, crashed, race); empty: every kind."""
+    select_ply: int = 1
+    """Keep a position where its equity at this ply and at 0-ply differ by more than the threshold (0 keeps all)."""
+    select_threshold: float = 0.04
+    keep_agreeing: float = 0.25
+    """Share of the agreeing positions kept anyway."""
+    labeller: str = "ply:1"
+    """``ply:N`` or ``rollout:TRIALS[:truncate=K]`` by the self-play model."""
+
+    def __post_init__(self) -> None:
+        _name("datasets", self.name)
+        if self.builder not in BUILDERS:
+            raise ValueError(f"[datasets] {self.name}: builder = {self.builder!r}: must be one of {', '.join(BUILDERS)}")
+        for key in ("positions", "shard_size", "games"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"[datasets] {self.name}: {key} = {getattr(self, key)}: must be > 0")
+        for kind in self.kinds:
+            if kind not in PHASE_NAMES:
+                raise ValueError(f"[datasets] {self.name}: kinds: {kind!r} is not one of {', '.join(PHASE_NAMES)}")
+        _labeller("datasets", self.labeller)
+
+
+@dataclass(frozen=True)
+class RelabelSection:
+    name: str = ""
+    """The new dataset's name (``<directory>/datasets/<name>``)."""
+    source: str = ""
+    """A dataset of this plan by name, or a dataset directory (a path with '/')."""
+    labeller: str = "ply:2"
+    model: str = ""
+    """The labelling model; default ``[generation] labelling_model``."""
+    kinds: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _name("relabel", self.name)
+        if not self.source:
+            raise ValueError(f"[relabel] {self.name}: source: the dataset to relabel is required")
+        _labeller("relabel", self.labeller)
+        for kind in self.kinds:
+            if kind not in PHASE_NAMES:
+                raise ValueError(f"[relabel] {self.name}: kinds: {kind!r} is not one of {', '.join(PHASE_NAMES)}")
+
+
+@dataclass(frozen=True)
+class PhaseSection:
+    datasets: tuple[str, ...] = ()
+    """Datasets by name (of ``[[datasets]]`` or ``[[relabel]]``) or directory (a path with '/', ``DIR@N`` too)."""
+    encoder: str = "gnubg_contact"
+    hidden: tuple[int, ...] = (128,)
+    activation: str = "sigmoid"
+    epochs: int = 10
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    lr_schedule: str = "cosine"
+    lr_final_fraction: float = 0.02
+    loss: str = "bce"
+    heldout_fraction: float = 0.05
+    seed: int = 0
+    init_from: str = ""
+    """A checkpoint that starts the training; "" starts from scratch."""
+    init_member: int = -1
+    """With a phase model as ``init_from``: start from member N of this phase's networks
+    (``bgtrain.training.distillation.write_member``); -1 takes ``init_from`` as a single network."""
+    check_games: int = 200
+    """Games against pubeval at the end of the training (the training's own check; the head-to-head
+    stages are the generation's)."""
+
+
+@dataclass(frozen=True)
+class BenchmarkSection:
+    enabled: bool = True
+    against: tuple[str, ...] = ("checkpoints/bgtrain-supervised.pt",)
+    """Agents scored beside the new model, with paired differences (``bgtrain benchmark`` specs)."""
+    decision_class: str = ""
+    """One class only (contact, crashed, race); "" scores all."""
+    data: str = ""
+    """Decisions other than the shipped benchmark (``bgtrain benchmark --data``)."""
+
+    def __post_init__(self) -> None:
+        if self.decision_class and self.decision_class not in PHASE_NAMES:
+            raise ValueError(f"[benchmark] decision_class = {self.decision_class!r}: must be one of "
+                             f"{', '.join(PHASE_NAMES)} or empty")
+
+
+@dataclass(frozen=True)
+class HeadToHeadSection:
+    opponent: str = "pubeval"
+    """A ``bgtrain bench`` agent spec; ``gnubg:*`` is skipped (and said so) where GNU Backgammon's bindings
+    are not installed."""
+    games: int = 2000
+    seed: int = 1
+    ply: int = 0
+    """The new model's search depth."""
+    name: str = ""
+    """The stage's name; default from the opponent (``gnubg-0ply``, a checkpoint's file stem)."""
+
+    def __post_init__(self) -> None:
+        if self.games <= 0:
+            raise ValueError(f"[head_to_head] {self.opponent}: games = {self.games}: must be > 0")
+        if not 0 <= self.ply <= 4:
+            raise ValueError(f"[head_to_head] {self.opponent}: ply = {self.ply}: must be in 0 .. 4")
+        if self.name:
+            _name("head_to_head", self.name)
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        agent, *options = self.opponent.split(":")
+        head = Path(agent).stem if agent.endswith((".pt", ".onnx")) else agent
+        return re.sub(r"[^A-Za-z0-9._-]", "-", "-".join([head, *options]))
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    generation: GenerationSection
+    datasets: tuple[DatasetSection, ...] = ()
+    relabel: tuple[RelabelSection, ...] = ()
+    phases: dict[str, PhaseSection] = field(default_factory=dict)
+    benchmark: BenchmarkSection = field(default_factory=BenchmarkSection)
+    head_to_head: tuple[HeadToHeadSection, ...] = ()
+
+    def dataset_path(self, reference: str) -> Path:
+        """The directory of a dataset named in the plan, or ``reference`` itself when it is a path."""
+        return Path(reference) if "/" in reference else self.generation.home / "datasets" / reference
+
+    def phase_training(self, phase: str, init_path: str | None = None) -> Config:
+        """The training config of ``phase`` (``bgtrain train``'s), with its datasets resolved."""
+        return phase_training_config(self, phase, init_path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the resolved plan: a directory's state belongs to exactly one."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+def phase_training_config(plan: GenerationConfig, phase: str, init_path: str | None = None) -> Config:
+    section = plan.phases[phase]
+    init = init_path if init_path is not None else section.init_from
+    return config_from_dict({
+        "run": {"name": f"{plan.generation.name}-{phase}", "seed": section.seed,
+                "out_dir": str(plan.generation.home / "runs")},
+        "model": {"encoder": section.encoder, "hidden": list(section.hidden), "activation": section.activation},
+        "train": {"method": "supervised"},
+        "supervised": {
+            "datasets": [_dataset_reference(plan, reference) for reference in section.datasets],
+            "kinds": [phase], "init_from": init, "epochs": section.epochs, "batch_size": section.batch_size,
+            "learning_rate": section.learning_rate, "weight_decay": section.weight_decay,
+            "lr_schedule": section.lr_schedule, "lr_final_fraction": section.lr_final_fraction,
+            "loss": section.loss, "heldout_fraction": section.heldout_fraction,
+        },
+        "evaluation": {"benchmark": False, "games": section.check_games, "every_games": 0},
+        "checkpoint": {"keep_last": 2},
+    })
+
+
+def _dataset_reference(plan: GenerationConfig, reference: str) -> str:
+    name, at, count = reference.partition("@")
+    return str(plan.dataset_path(name)) + at + count
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading.
+
+_TABLES = {"generation": GenerationSection, "benchmark": BenchmarkSection}
+_ARRAYS = {"datasets": DatasetSection, "relabel": RelabelSection, "head_to_head": HeadToHeadSection}
+_SECTIONS = (*_TABLES, *_ARRAYS, "phases")
+
+
+def _convert(where: str, expected: Any, value: Any) -> Any:
+    def wrong() -> ValueError:
+        return ValueError(f"{where}: expected {getattr(expected, '__name__', expected)}, got {type(value).__name__} {value!r}")
+
+    if expected is bool:
+        if not isinstance(value, bool):
+            raise wrong()
+    elif expected is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise wrong()
+    elif expected is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise wrong()
+        value = float(value)
+    elif expected is str:
+        if not isinstance(value, str):
+            raise wrong()
+    elif typing.get_origin(expected) is tuple:
+        (item,) = {arg for arg in typing.get_args(expected) if arg is not Ellipsis}
+        if not isinstance(value, list):
+            raise wrong()
+        value = tuple(_convert(f"{where}[{index}]", item, entry) for index, entry in enumerate(value))
+    return value
+
+
+def _section(where: str, section_class: type, values: Any):
+    if not isinstance(values, dict):
+        raise ValueError(f"{where} must be a table, not {type(values).__name__}")  # noqa: TRY004 (a config mistake, as every other)
+    hints = typing.get_type_hints(section_class)
+    known = {f.name: hints[f.name] for f in dataclasses.fields(section_class)}
+    converted = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ValueError(f"unknown key {key!r} in {where}; valid keys: {', '.join(sorted(known))}")
+        converted[key] = _convert(f"{where} {key}", known[key], value)
+    return section_class(**converted)
+
+
+def plan_from_dict(data: dict[str, Any]) -> GenerationConfig:
+    """A GenerationConfig from parsed TOML, every section, key and type checked, and every phase's
+    training config built once (so its mistakes are found before any stage runs)."""
+    for section in data:
+        if section not in _SECTIONS:
+            raise ValueError(f"unknown section [{section}]; valid sections: {', '.join(_SECTIONS)}")
+    if "generation" not in data:
+        raise ValueError("the [generation] section is required (name, model)")
+    parts: dict[str, Any] = {name: _section(f"[{name}]", cls, data[name]) for name, cls in _TABLES.items() if name in data}
+    for name, cls in _ARRAYS.items():
+        entries = data.get(name, [])
+        if not isinstance(entries, list):
+            raise ValueError(f"[[{name}]] must be an array of tables (write [[{name}]] above each)")  # noqa: TRY004 (a config mistake, as every other)
+        parts[name] = tuple(_section(f"[[{name}]] {index}", cls, entry) for index, entry in enumerate(entries))
+    phases = data.get("phases", {})
+    if not isinstance(phases, dict):
+        raise ValueError("[phases] must be a table of [phases.contact], [phases.crashed], [phases.race]")  # noqa: TRY004 (a config mistake, as every other)
+    for phase in phases:
+        if phase not in PHASE_NAMES:
+            raise ValueError(f"unknown phase [phases.{phase}]; the phases are {', '.join(PHASE_NAMES)}")
+    missing = [phase for phase in PHASE_NAMES if phase not in phases]
+    if missing:
+        raise ValueError(f"every phase needs a training: [phases.{missing[0]}] is missing")
+    parts["phases"] = {phase: _section(f"[phases.{phase}]", PhaseSection, phases[phase]) for phase in PHASE_NAMES}
+    plan = GenerationConfig(**parts)
+    _check_references(plan)
+    return plan
+
+
+def _check_references(plan: GenerationConfig) -> None:
+    names = [entry.name for entry in (*plan.datasets, *plan.relabel)]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"dataset name {repeated[0]!r} is given twice ([[datasets]] and [[relabel]] share names)")
+    for index, entry in enumerate(plan.relabel):
+        if "/" not in entry.source and entry.source not in names[: len(plan.datasets) + index]:
+            raise ValueError(f"[[relabel]] {entry.name}: source {entry.source!r} is no dataset given before it")
+    for phase, section in plan.phases.items():
+        if not section.datasets:
+            raise ValueError(f"[phases.{phase}] datasets: name at least one dataset")
+        for reference in section.datasets:
+            name = reference.partition("@")[0]
+            if "/" not in name and name not in names:
+                raise ValueError(f"[phases.{phase}] datasets: {name!r} is no dataset of this plan "
+                                 "(name one of [[datasets]] or [[relabel]], or give a path with '/')")
+        if section.init_member >= 0 and not section.init_from:
+            raise ValueError(f"[phases.{phase}] init_member = {section.init_member} needs init_from (a phase model)")
+        phase_training_config(plan, phase)  # the training config's own checks, now
+    labels = [entry.label for entry in plan.head_to_head]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise ValueError(f"[[head_to_head]]: two entries are named {repeated[0]!r}; give one a name")
+
+
+def load_plan(path: str | Path) -> GenerationConfig:
+    """The generation plan in the TOML file at ``path``; a ValueError in one line for any mistake."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"--config {path}: is a directory, not a TOML file")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path} is not valid TOML ({error})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a TOML text file") from None
+    return plan_from_dict(data)
