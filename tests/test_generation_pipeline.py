@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bgtrain.cli import main as bgtrain_main
-from bgtrain.generation.config import plan_from_dict
+from bgtrain.generation.config import load_plan, plan_from_dict
 from bgtrain.generation.runner import run_generation as run_plan
 from bgtrain.generation.runner import stage_names
 from bgtrain.generation.stages import Context, RunOptions, StageFailed, plan_stages
@@ -184,3 +184,11 @@ def test_the_script_says_a_mistake_in_one_line_with_status_2(tmp_path, capsys):
     assert error.count("\n") == 1 and "unknown key 'colour' in [generation]" in error
     assert script.main(["--config", str(TINY), "--stop-after", "nothing", "--in-process"]) == 2
     assert "no such stage" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["gen9", "distilled"])
+def test_the_real_plans_read_and_start_every_student_from_a_member(name):
+    plan = load_plan(ROOT / "configs" / "generation" / f"{name}.toml")
+    names = stage_names(plan, RunOptions())
+    assert {"init:contact", "init:crashed", "init:race", "combine", "benchmark", "ship"} <= set(names)
+    assert all(plan.phases[phase].init_from == "checkpoints/bgtrain-supervised.pt" for phase in plan.phases)
