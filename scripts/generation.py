@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +32,18 @@ from bgtrain.generation.stages import RunOptions, StageFailed
 
 
 def in_subprocess(words: list[str]) -> int:
-    return subprocess.run([sys.executable, "-m", "bgtrain.cli", *words], check=False).returncode
+    """Run ``bgtrain WORDS`` in a child process and return its status. The child shares this process's
+    group, so a Ctrl-C reaches it directly: this process ignores SIGINT while it waits, so that a training
+    can save its state and exit 130 (``subprocess.run`` would kill it 0.25 s later), and passes a SIGTERM
+    sent to it alone on to the child."""
+    child = subprocess.Popen([sys.executable, "-m", "bgtrain.cli", *words])
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN),
+                signal.SIGTERM: signal.signal(signal.SIGTERM, lambda number, frame: child.send_signal(number))}
+    try:
+        return child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def in_this_process(words: list[str]) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bgtrain.cli import main as bgtrain_main
+from bgtrain.directory_lock import directory_lock
 from bgtrain.generation.config import load_plan, plan_from_dict
 from bgtrain.generation.runner import run_generation as run_plan
 from bgtrain.generation.runner import stage_names
@@ -29,6 +30,13 @@ def tiny_data(directory: Path) -> dict:
     data["generation"].update(directory=str(directory), model=str(directory / "tiny.pt"),
                               lineage=str(directory / "tiny.json"))
     return data
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("generation_script", ROOT / "scripts" / "generation.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
 
 
 class Recorder:
@@ -174,9 +182,7 @@ def test_plan_mistakes_are_refused_by_name(tmp_path, change, message):
 
 
 def test_the_script_says_a_mistake_in_one_line_with_status_2(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("generation_script", ROOT / "scripts" / "generation.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script()
     config = tmp_path / "bad.toml"
     config.write_text(TINY.read_text().replace('name = "tiny"', 'name = "tiny"\ncolour = "white"', 1))
     assert script.main(["--config", str(config)]) == 2
@@ -192,3 +198,14 @@ def test_the_real_plans_read_and_start_every_student_from_a_member(name):
     names = stage_names(plan, RunOptions())
     assert {"init:contact", "init:crashed", "init:race", "combine", "benchmark", "ship"} <= set(names)
     assert all(plan.phases[phase].init_from == "checkpoints/bgtrain-supervised.pt" for phase in plan.phases)
+
+
+def test_one_process_a_generation(tmp_path):
+    plan = plan_from_dict(tiny_data(tmp_path / "gen"))
+    with (directory_lock(tmp_path / "gen", "generation.lock", "scripts/generation.py"),
+          pytest.raises(ValueError, match="in use by another scripts/generation.py process")):
+        run(plan, Recorder(really=False))
+
+
+def test_a_command_in_a_child_process_gives_its_status(tmp_path):
+    assert load_script().in_subprocess(["dataset", "info", str(tmp_path / "none")]) == 2

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bgtrain.directory_lock import directory_lock
 from bgtrain.files import atomic_write
 from bgtrain.generation.config import GenerationConfig
 from bgtrain.generation.lineage import write_lineage
@@ -37,6 +38,14 @@ def run_generation(plan: GenerationConfig, config_path: str, launch: Launcher, o
     names = [stage.name for stage in stages] + [SHIP]
     if stop_after is not None and stop_after not in names:
         raise ValueError(f"--stop-after {stop_after!r}: no such stage; the stages are {', '.join(names)}")
+    # One process a generation: two would both run the stage that is left, and race on the state file.
+    with directory_lock(plan.generation.home, "generation.lock", "scripts/generation.py"):
+        return _run_stages(plan, config_path, launch, options, stages, stop_after, echo, command_line)
+
+
+def _run_stages(plan: GenerationConfig, config_path: str, launch: Launcher, options: RunOptions,
+                stages: list[Stage], stop_after: str | None, echo: Callable[[str], None],
+                command_line: str) -> GenerationState:
     home = plan.generation.home
     state = GenerationState.open(home, plan.digest, plan.to_dict(), config_path)
     context = Context(plan, options, launch, echo)
