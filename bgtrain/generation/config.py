@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bgtrain.training.config import Config, config_from_dict
+from bgtrain.training.config import _convert as convert_field
+from bgtrain.training.config import _unknown_key as unknown_key
 from engine.position_kinds import PHASE_NAMES
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a stage name part and a directory name
@@ -256,42 +258,25 @@ _ARRAYS = {"datasets": DatasetSection, "relabel": RelabelSection, "head_to_head"
 _SECTIONS = (*_TABLES, *_ARRAYS, "phases")
 
 
-def _convert(where: str, expected: Any, value: Any) -> Any:
-    def wrong() -> ValueError:
-        return ValueError(f"{where}: expected {getattr(expected, '__name__', expected)}, got {type(value).__name__} {value!r}")
-
-    if expected is bool:
-        if not isinstance(value, bool):
-            raise wrong()
-    elif expected is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise wrong()
-    elif expected is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise wrong()
-        value = float(value)
-    elif expected is str:
-        if not isinstance(value, str):
-            raise wrong()
-    elif typing.get_origin(expected) is tuple:
-        (item,) = {arg for arg in typing.get_args(expected) if arg is not Ellipsis}
-        if not isinstance(value, list):
-            raise wrong()
-        value = tuple(_convert(f"{where}[{index}]", item, entry) for index, entry in enumerate(value))
-    return value
-
-
-def _section(where: str, section_class: type, values: Any):
+def _section(section: str, section_class: type, values: Any):
+    """``section_class`` from a TOML table, each key and value checked as the training config checks its
+    own (the one reader of a field's value, ``bgtrain.training.config``)."""
     if not isinstance(values, dict):
-        raise ValueError(f"{where} must be a table, not {type(values).__name__}")  # noqa: TRY004 (a config mistake, as every other)
+        raise ValueError(f"[{section}] must be a table, not {type(values).__name__}")  # noqa: TRY004 (a config mistake, as every other)
     hints = typing.get_type_hints(section_class)
     known = {f.name: hints[f.name] for f in dataclasses.fields(section_class)}
     converted = {}
     for key, value in values.items():
         if key not in known:
-            raise ValueError(f"unknown key {key!r} in {where}; valid keys: {', '.join(sorted(known))}")
-        converted[key] = _convert(f"{where} {key}", known[key], value)
+            raise unknown_key(section, key, known)
+        converted[key] = convert_field(section, key, known[key], value)
     return section_class(**converted)
+
+
+def _entry_name(entry: Any, index: int) -> str:
+    """How an entry of an array of tables is named in an error: by its name, else by its place."""
+    name = entry.get("name") or entry.get("opponent") if isinstance(entry, dict) else None
+    return name if isinstance(name, str) and name else str(index)
 
 
 def plan_from_dict(data: dict[str, Any]) -> GenerationConfig:
@@ -302,12 +287,12 @@ def plan_from_dict(data: dict[str, Any]) -> GenerationConfig:
             raise ValueError(f"unknown section [{section}]; valid sections: {', '.join(_SECTIONS)}")
     if "generation" not in data:
         raise ValueError("the [generation] section is required (name, model)")
-    parts: dict[str, Any] = {name: _section(f"[{name}]", cls, data[name]) for name, cls in _TABLES.items() if name in data}
+    parts: dict[str, Any] = {name: _section(name, cls, data[name]) for name, cls in _TABLES.items() if name in data}
     for name, cls in _ARRAYS.items():
         entries = data.get(name, [])
         if not isinstance(entries, list):
             raise ValueError(f"[[{name}]] must be an array of tables (write [[{name}]] above each)")  # noqa: TRY004 (a config mistake, as every other)
-        parts[name] = tuple(_section(f"[[{name}]] {index}", cls, entry) for index, entry in enumerate(entries))
+        parts[name] = tuple(_section(f"{name} {_entry_name(entry, index)}", cls, entry) for index, entry in enumerate(entries))
     phases = data.get("phases", {})
     if not isinstance(phases, dict):
         raise ValueError("[phases] must be a table of [phases.contact], [phases.crashed], [phases.race]")  # noqa: TRY004 (a config mistake, as every other)
@@ -317,7 +302,7 @@ def plan_from_dict(data: dict[str, Any]) -> GenerationConfig:
     missing = [phase for phase in PHASE_NAMES if phase not in phases]
     if missing:
         raise ValueError(f"every phase needs a training: [phases.{missing[0]}] is missing")
-    parts["phases"] = {phase: _section(f"[phases.{phase}]", PhaseSection, phases[phase]) for phase in PHASE_NAMES}
+    parts["phases"] = {phase: _section(f"phases.{phase}", PhaseSection, phases[phase]) for phase in PHASE_NAMES}
     plan = GenerationConfig(**parts)
     _check_references(plan)
     return plan
