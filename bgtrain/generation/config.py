@@ -2,7 +2,7 @@
 
 Sections: ``[generation]`` (names, directory, output model and lineage, the self-play and labelling
 models), ``[[datasets]]`` (self-play positions, their selection and labels), ``[[relabel]]`` (optional new
-labels for a dataset), ``[phases.contact|crashed|race]`` (one supervised training each), ``[benchmark]``
+labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook), ``[phases.contact|crashed|race]`` (one supervised training each), ``[benchmark]``
 (the move-error benchmark) and ``[[head_to_head]]`` (seat-swapped games against other agents). An unknown
 section or key, or a value of the wrong type, is a ValueError naming it, like the training config's
 (``bgtrain.training.config``), whose checks each phase's training config also passes when the plan is read.
@@ -27,7 +27,6 @@ from engine.position_kinds import PHASE_NAMES
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a stage name part and a directory name
 _LABELLER = re.compile(r"^(ply:\d+|rollout:\d+(:truncate=\d+)?)$")
-BUILDERS = ("generate", "plays")
 
 
 def _name(section: str, value: str) -> None:
@@ -73,9 +72,6 @@ class GenerationSection:
 class DatasetSection:
     name: str = ""
     """The dataset's name: it is written to ``<directory>/datasets/<name>``."""
-    builder: str = "generate"
-    """"generate" (``bgtrain dataset generate``: noisy self-play, selection, labels) or "plays" (candidate
-    plays, ``bgtrain dataset plays``: the hook for that builder, refused until it exists)."""
     positions: int = 10_000
     seed: int = 0
     shard_size: int = 5000
@@ -96,8 +92,6 @@ class DatasetSection:
 
     def __post_init__(self) -> None:
         _name("datasets", self.name)
-        if self.builder not in BUILDERS:
-            raise ValueError(f"[datasets] {self.name}: builder = {self.builder!r}: must be one of {', '.join(BUILDERS)}")
         for key in ("positions", "shard_size", "games"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"[datasets] {self.name}: {key} = {getattr(self, key)}: must be > 0")
@@ -129,9 +123,31 @@ class RelabelSection:
 
 
 @dataclass(frozen=True)
+class PlaysSection:
+    """The hook for candidate-play datasets (``bgtrain dataset plays``, ``bgtrain/datasets/plays.py``): the
+    stage runs ``bgtrain dataset plays SOURCE --out DIR --model M --labeller L ARGUMENTS...`` and is refused,
+    in one line, by a bgtrain that has no such command."""
+
+    name: str = ""
+    source: str = ""
+    """A dataset of this plan by name, or a dataset directory (a path with '/'), whose positions are used."""
+    labeller: str = "ply:0"
+    model: str = ""
+    """The labelling model; default ``[generation] labelling_model``."""
+    arguments: tuple[str, ...] = ()
+    """Further words for the command as written (``["--top", "6", "--seed", "202"]``)."""
+
+    def __post_init__(self) -> None:
+        _name("plays", self.name)
+        if not self.source:
+            raise ValueError(f"[plays] {self.name}: source: the dataset whose positions are used is required")
+        _labeller("plays", self.labeller)
+
+
+@dataclass(frozen=True)
 class PhaseSection:
     datasets: tuple[str, ...] = ()
-    """Datasets by name (of ``[[datasets]]`` or ``[[relabel]]``) or directory (a path with '/', ``DIR@N`` too)."""
+    """Datasets by name (of ``[[datasets]]``, ``[[relabel]]``, ``[[plays]]``) or directory (a path with '/', ``DIR@N`` too)."""
     encoder: str = "gnubg_contact"
     hidden: tuple[int, ...] = (128,)
     activation: str = "sigmoid"
@@ -204,6 +220,7 @@ class GenerationConfig:
     generation: GenerationSection
     datasets: tuple[DatasetSection, ...] = ()
     relabel: tuple[RelabelSection, ...] = ()
+    plays: tuple[PlaysSection, ...] = ()
     phases: dict[str, PhaseSection] = field(default_factory=dict)
     benchmark: BenchmarkSection = field(default_factory=BenchmarkSection)
     head_to_head: tuple[HeadToHeadSection, ...] = ()
@@ -254,7 +271,8 @@ def _dataset_reference(plan: GenerationConfig, reference: str) -> str:
 # Reading.
 
 _TABLES = {"generation": GenerationSection, "benchmark": BenchmarkSection}
-_ARRAYS = {"datasets": DatasetSection, "relabel": RelabelSection, "head_to_head": HeadToHeadSection}
+_ARRAYS = {"datasets": DatasetSection, "relabel": RelabelSection, "plays": PlaysSection,
+           "head_to_head": HeadToHeadSection}
 _SECTIONS = (*_TABLES, *_ARRAYS, "phases")
 
 
@@ -309,13 +327,17 @@ def plan_from_dict(data: dict[str, Any]) -> GenerationConfig:
 
 
 def _check_references(plan: GenerationConfig) -> None:
-    names = [entry.name for entry in (*plan.datasets, *plan.relabel)]
+    names = [entry.name for entry in (*plan.datasets, *plan.relabel, *plan.plays)]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise ValueError(f"dataset name {repeated[0]!r} is given twice ([[datasets]] and [[relabel]] share names)")
-    for index, entry in enumerate(plan.relabel):
-        if "/" not in entry.source and entry.source not in names[: len(plan.datasets) + index]:
-            raise ValueError(f"[[relabel]] {entry.name}: source {entry.source!r} is no dataset given before it")
+        raise ValueError(f"dataset name {repeated[0]!r} is given twice ([[datasets]], [[relabel]] and [[plays]] "
+                         "share names)")
+    # Stages run in the order datasets, relabels, plays: a source must be made before it is read.
+    for offset, section, entries in ((len(plan.datasets), "relabel", plan.relabel),
+                                     (len(plan.datasets) + len(plan.relabel), "plays", plan.plays)):
+        for index, entry in enumerate(entries):
+            if "/" not in entry.source and entry.source not in names[: offset + index]:
+                raise ValueError(f"[[{section}]] {entry.name}: source {entry.source!r} is no dataset given before it")
     for phase, section in plan.phases.items():
         if not section.datasets:
             raise ValueError(f"[phases.{phase}] datasets: name at least one dataset")
@@ -323,7 +345,7 @@ def _check_references(plan: GenerationConfig) -> None:
             name = reference.partition("@")[0]
             if "/" not in name and name not in names:
                 raise ValueError(f"[phases.{phase}] datasets: {name!r} is no dataset of this plan "
-                                 "(name one of [[datasets]] or [[relabel]], or give a path with '/')")
+                                 "(name one of [[datasets]], [[relabel]] or [[plays]], or a path with '/')")
         if section.init_member >= 0 and not section.init_from:
             raise ValueError(f"[phases.{phase}] init_member = {section.init_member} needs init_from (a phase model)")
         phase_training_config(plan, phase)  # the training config's own checks, now

@@ -94,6 +94,8 @@ def write_lineage(path: Path, plan: GenerationConfig, config_path: str, command_
         "relabelled": {entry.name: {"from": entry.source,
                                     **_dataset(plan, entry.name, by_name.get(f"relabel:{entry.name}"))}
                        for entry in plan.relabel},
+        "plays": {entry.name: {"from": entry.source, **_dataset(plan, entry.name, by_name.get(f"plays:{entry.name}"))}
+                  for entry in plan.plays},
         "networks": {phase: _network(plan, phase, by_name) for phase in PHASE_NAMES},
         "combined_with": by_name.get("combine", {}).get("commands", []),
         "benchmark": ({"commands": by_name.get("benchmark", {}).get("commands", []),

@@ -3,6 +3,7 @@ makes one output, and what it takes to resume it.
 
     dataset:NAME      bgtrain dataset generate   (resumes: complete shards are kept)
     relabel:NAME      bgtrain dataset relabel    (resumes likewise)
+    plays:NAME        bgtrain dataset plays      (candidate plays; where this bgtrain has the command)
     init:PHASE        write_member: one network of a phase model, the start of a student
     train:PHASE       bgtrain train              (resumes with --resume latest.pt)
     combine           combine_checkpoints: the phase model
@@ -25,7 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bgtrain.files import atomic_write
-from bgtrain.generation.config import DatasetSection, GenerationConfig, HeadToHeadSection, RelabelSection
+from bgtrain.generation.config import (
+    DatasetSection,
+    GenerationConfig,
+    HeadToHeadSection,
+    PlaysSection,
+    RelabelSection,
+)
 from bgtrain.training.config import to_toml_text
 from engine.position_kinds import PHASE_NAMES
 
@@ -95,6 +102,7 @@ def plan_stages(plan: GenerationConfig, options: RunOptions) -> list[Stage]:
     threads = [] if options.threads is None else ["--threads", str(options.threads)]
     stages = [_dataset_stage(plan, entry, threads, options) for entry in plan.datasets]
     stages += [_relabel_stage(plan, entry, threads) for entry in plan.relabel]
+    stages += [_plays_stage(plan, entry, threads) for entry in plan.plays]
     for phase in PHASE_NAMES:
         if plan.phases[phase].init_member >= 0:
             stages.append(_init_stage(plan, phase))
@@ -129,14 +137,6 @@ def benchmark_json(plan: GenerationConfig) -> Path:
 
 def _dataset_stage(plan: GenerationConfig, entry: DatasetSection, threads: Words, options: RunOptions) -> Stage:
     out = plan.dataset_path(entry.name)
-    if entry.builder == "plays":
-        # The hook for the candidate-plays builder (`bgtrain dataset plays`, bgtrain/datasets/plays.py):
-        # its command is written here, as generate's is below, once that command exists.
-        def refuse(context: Context, resuming: bool) -> None:
-            raise ValueError(f"[[datasets]] {entry.name}: builder \"plays\" (bgtrain dataset plays) is not in this "
-                             "version of bgtrain yet")
-
-        return Stage(f"dataset:{entry.name}", (), (out,), refuse)
     words = ["dataset", "generate", "--model", plan.generation.self_play_model, "--out", str(out),
              "--positions", str(entry.positions), "--shard-size", str(entry.shard_size), "--games", str(entry.games),
              "--seed", str(entry.seed), "--sample-rate", repr(entry.sample_rate), "--epsilon", repr(entry.epsilon),
@@ -163,6 +163,23 @@ def _relabel_stage(plan: GenerationConfig, entry: RelabelSection, threads: Words
     words += [*threads, "--no-progress"]
     return Stage(f"relabel:{entry.name}", (bgtrain_words(words),), (out,),
                  lambda context, resuming: context.run(words))
+
+
+def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words) -> Stage:
+    out = plan.dataset_path(entry.name)
+    words = ["dataset", "plays", str(plan.dataset_path(entry.source)), "--out", str(out),
+             "--model", entry.model or plan.generation.labelling_model, "--labeller", entry.labeller,
+             *entry.arguments, *threads, "--no-progress"]
+
+    def execute(context: Context, resuming: bool) -> None:
+        import importlib.util
+
+        # The builder lives in bgtrain/datasets/plays.py where this version of bgtrain has it.
+        if importlib.util.find_spec("bgtrain.datasets.plays") is None:
+            raise ValueError(f"[[plays]] {entry.name}: this version of bgtrain has no `bgtrain dataset plays`")
+        context.run(words)
+
+    return Stage(f"plays:{entry.name}", (bgtrain_words(words),), (out,), execute)
 
 
 def _init_stage(plan: GenerationConfig, phase: str) -> Stage:
