@@ -233,3 +233,20 @@ def test_the_plays_hook_runs_bgtrain_dataset_plays_where_there_is_one(tmp_path, 
     data["plays"][0]["source"] = "plays-s1"
     with pytest.raises(ValueError, match="no dataset given before it"):
         plan_from_dict(data)
+
+
+def test_gnubg_opponents_are_skipped_without_its_bindings(tmp_path, monkeypatch):
+    plan = plan_from_dict(tiny_data(tmp_path / "gen"))
+    stages = {stage.name: stage for stage in plan_stages(plan, RunOptions())}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert "pip install gnubg-nn" in stages["bench:gnubg-0ply"].skip()
+    assert stages["bench:pubeval"].skip() == ""
+
+
+def test_a_damaged_state_file_is_refused_in_one_line(tmp_path):
+    plan = plan_from_dict(tiny_data(tmp_path / "gen"))
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / STATE_FILE).write_text("{not json")
+    with pytest.raises(ValueError, match="not a generation state file") as refused:
+        run(plan, Recorder(really=False))
+    assert "\n" not in str(refused.value)
