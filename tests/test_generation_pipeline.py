@@ -93,6 +93,8 @@ def test_tiny_generation_end_to_end(generation):
     for phase, network in lineage["networks"].items():
         assert network["epochs"] == 2 and network["sha256"] == file_sha256(directory / "runs" / f"tiny-{phase}" / "final.pt")
     assert "write_member" in lineage["networks"]["race"]["init_commands"][0]
+    resolved = lineage["networks"]["race"]["resolved_config"]["supervised"]
+    assert resolved["kinds"] == ["race"] and resolved["init_from"] == str(directory / "init" / "race.pt")
     rates = lineage["benchmark"]["results"]["error_rates"]
     assert {rate["position_class"] for rate in rates} == {"race"} and len(rates) == 2
     bench = {row["opponent"]: row for row in lineage["head_to_head"]}

@@ -43,6 +43,7 @@ def _network(plan: GenerationConfig, phase: str, records: dict[str, dict[str, An
     counters, strength = payload.get("counters", {}), payload.get("strength", {})
     return {
         "config": str(plan.generation.home / "configs" / f"{phase}.toml"),
+        "resolved_config": payload.get("config"),  # as the checkpoint stores it: the lineage needs no run directory
         "commands": train.get("commands", []),
         "init_from": (f"{section.init_from}: member {section.init_member} of its {phase} networks"
                       if section.init_member >= 0 else section.init_from or "scratch"),
