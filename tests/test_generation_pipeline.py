@@ -199,7 +199,8 @@ def test_the_real_plans_read_and_start_every_student_from_a_member(name):
     plan = load_plan(ROOT / "configs" / "generation" / f"{name}.toml")
     names = stage_names(plan, RunOptions())
     assert {"init:contact", "init:crashed", "init:race", "combine", "benchmark", "ship"} <= set(names)
-    assert all(plan.phases[phase].init_from == "checkpoints/bgtrain-supervised.pt" for phase in plan.phases)
+    assert all(member.init_from == "checkpoints/bgtrain-supervised.pt" for members in plan.phases.values()
+               for member in members)
 
 
 def test_one_process_a_generation(tmp_path):
@@ -252,3 +253,28 @@ def test_a_damaged_state_file_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="not a generation state file") as refused:
         run(plan, Recorder(really=False))
     assert "\n" not in str(refused.value)
+
+
+def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
+    """[[phases.crashed]] twice: two trainings, one started from a member, combined into the phase's
+    ensemble (on the finished generation's datasets, named by path: no dataset stage)."""
+    _plan, finished, *_ = generation
+    data = tiny_data(tmp_path / "gen")
+    datasets = finished / "datasets"
+    data.update(datasets=[], relabel=[], head_to_head=[], benchmark={"enabled": False})
+    data["phases"]["contact"]["datasets"] = [str(datasets / "selfplay-s1")]
+    data["phases"]["race"]["datasets"] = [str(datasets / "relabelled-s1")]
+    crashed = {**data["phases"]["crashed"], "datasets": [str(datasets / "relabelled-s1")]}
+    data["phases"]["crashed"] = [crashed, {**crashed, "seed": 7, "encoder": "gnubg_contact", "hidden": [512],
+                                           "init_from": "checkpoints/bgtrain-distilled.pt", "init_member": 0,
+                                           "epochs": 1}]
+    plan = plan_from_dict(data)
+    assert stage_names(plan, RunOptions()) == ["init:crashed.1", "init:race", "train:contact", "train:crashed.0",
+                                               "train:crashed.1", "train:race", "combine", "ship"]
+    run(plan, Recorder())
+    model = load_model(tmp_path / "gen" / "tiny.pt").model
+    members = model.phases["crashed"].members
+    assert [member.model_args()["hidden"] for member in members] == [[8], [512]]
+    lineage = json.loads((tmp_path / "gen" / "tiny.json").read_text())
+    assert set(lineage["networks"]) == {"contact", "crashed.0", "crashed.1", "race"}
+    assert lineage["networks"]["crashed.1"]["phase"] == "crashed" and lineage["networks"]["crashed.1"]["epochs"] == 1

@@ -2,7 +2,8 @@
 
 Sections: ``[generation]`` (names, directory, output model and lineage, the self-play and labelling
 models), ``[[datasets]]`` (self-play positions, their selection and labels), ``[[relabel]]`` (optional new
-labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook), ``[phases.contact|crashed|race]`` (one supervised training each), ``[benchmark]``
+labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook), ``[phases.contact|crashed|race]`` (a supervised training each, or ``[[phases.PHASE]]``
+several, an ensemble), ``[benchmark]``
 (the move-error benchmark) and ``[[head_to_head]]`` (seat-swapped games against other agents). An unknown
 section or key, or a value of the wrong type, is a ValueError naming it, like the training config's
 (``bgtrain.training.config``), whose checks each phase's training config also passes when the plan is read.
@@ -146,6 +147,9 @@ class PlaysSection:
 
 @dataclass(frozen=True)
 class PhaseSection:
+    """One network of a phase: its datasets, its start, and the ``[model]`` and ``[supervised]`` fields of
+    the training config of the same names (``bgtrain.training.config_sections``)."""
+
     datasets: tuple[str, ...] = ()
     """Datasets by name (of ``[[datasets]]``, ``[[relabel]]``, ``[[plays]]``) or directory (a path with '/', ``DIR@N`` too)."""
     encoder: str = "gnubg_contact"
@@ -221,7 +225,8 @@ class GenerationConfig:
     datasets: tuple[DatasetSection, ...] = ()
     relabel: tuple[RelabelSection, ...] = ()
     plays: tuple[PlaysSection, ...] = ()
-    phases: dict[str, PhaseSection] = field(default_factory=dict)
+    phases: dict[str, tuple[PhaseSection, ...]] = field(default_factory=dict)
+    """Each phase's networks: one, or several averaged (an ensemble, ``bgtrain.model.ensembles``)."""
     benchmark: BenchmarkSection = field(default_factory=BenchmarkSection)
     head_to_head: tuple[HeadToHeadSection, ...] = ()
 
@@ -229,9 +234,15 @@ class GenerationConfig:
         """The directory of a dataset named in the plan, or ``reference`` itself when it is a path."""
         return Path(reference) if "/" in reference else self.generation.home / "datasets" / reference
 
-    def phase_training(self, phase: str, init_path: str | None = None) -> Config:
-        """The training config of ``phase`` (``bgtrain train``'s), with its datasets resolved."""
-        return phase_training_config(self, phase, init_path)
+    def networks(self) -> list[tuple[str, int, str]]:
+        """``(phase, member, key)`` of every network the plan trains, in order; the key names its stages,
+        run and files: the phase, or ``PHASE.N`` for member N of an ensemble."""
+        return [(phase, index, phase if len(members) == 1 else f"{phase}.{index}")
+                for phase, members in self.phases.items() for index in range(len(members))]
+
+    def phase_training(self, phase: str, member: int = 0, init_path: str | None = None) -> Config:
+        """The training config (``bgtrain train``'s) of member ``member`` of ``phase``, datasets resolved."""
+        return phase_training_config(self, phase, member, init_path)
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(dataclasses.asdict(self)))
@@ -242,11 +253,15 @@ class GenerationConfig:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
 
 
-def phase_training_config(plan: GenerationConfig, phase: str, init_path: str | None = None) -> Config:
-    section = plan.phases[phase]
+def network_key(plan: GenerationConfig, phase: str, member: int) -> str:
+    return phase if len(plan.phases[phase]) == 1 else f"{phase}.{member}"
+
+
+def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0, init_path: str | None = None) -> Config:
+    section = plan.phases[phase][member]
     init = init_path if init_path is not None else section.init_from
     return config_from_dict({
-        "run": {"name": f"{plan.generation.name}-{phase}", "seed": section.seed,
+        "run": {"name": f"{plan.generation.name}-{network_key(plan, phase, member)}", "seed": section.seed,
                 "out_dir": str(plan.generation.home / "runs")},
         "model": {"encoder": section.encoder, "hidden": list(section.hidden), "activation": section.activation},
         "train": {"method": "supervised"},
@@ -291,6 +306,15 @@ def _section(section: str, section_class: type, values: Any):
     return section_class(**converted)
 
 
+def _members(phase: str, given: Any) -> tuple[PhaseSection, ...]:
+    """``[phases.PHASE]``, one network, or ``[[phases.PHASE]]``, the members of an ensemble."""
+    if isinstance(given, dict):
+        return (_section(f"phases.{phase}", PhaseSection, given),)
+    if not isinstance(given, list) or not given:
+        raise ValueError(f"[phases.{phase}] must be a table (one network) or [[phases.{phase}]] tables (an ensemble)")
+    return tuple(_section(f"phases.{phase} {index}", PhaseSection, entry) for index, entry in enumerate(given))
+
+
 def _entry_name(entry: Any, index: int) -> str:
     """How an entry of an array of tables is named in an error: by its name, else by its place."""
     name = entry.get("name") or entry.get("opponent") if isinstance(entry, dict) else None
@@ -320,7 +344,7 @@ def plan_from_dict(data: dict[str, Any]) -> GenerationConfig:
     missing = [phase for phase in PHASE_NAMES if phase not in phases]
     if missing:
         raise ValueError(f"every phase needs a training: [phases.{missing[0]}] is missing")
-    parts["phases"] = {phase: _section(f"phases.{phase}", PhaseSection, phases[phase]) for phase in PHASE_NAMES}
+    parts["phases"] = {phase: _members(phase, phases[phase]) for phase in PHASE_NAMES}
     plan = GenerationConfig(**parts)
     _check_references(plan)
     return plan
@@ -338,17 +362,18 @@ def _check_references(plan: GenerationConfig) -> None:
         for index, entry in enumerate(entries):
             if "/" not in entry.source and entry.source not in names[: offset + index]:
                 raise ValueError(f"[[{section}]] {entry.name}: source {entry.source!r} is no dataset given before it")
-    for phase, section in plan.phases.items():
+    for phase, member, key in plan.networks():
+        section = plan.phases[phase][member]
         if not section.datasets:
-            raise ValueError(f"[phases.{phase}] datasets: name at least one dataset")
+            raise ValueError(f"[phases.{key}] datasets: name at least one dataset")
         for reference in section.datasets:
             name = reference.partition("@")[0]
             if "/" not in name and name not in names:
-                raise ValueError(f"[phases.{phase}] datasets: {name!r} is no dataset of this plan "
+                raise ValueError(f"[phases.{key}] datasets: {name!r} is no dataset of this plan "
                                  "(name one of [[datasets]], [[relabel]] or [[plays]], or a path with '/')")
         if section.init_member >= 0 and not section.init_from:
-            raise ValueError(f"[phases.{phase}] init_member = {section.init_member} needs init_from (a phase model)")
-        phase_training_config(plan, phase)  # the training config's own checks, now
+            raise ValueError(f"[phases.{key}] init_member = {section.init_member} needs init_from (a phase model)")
+        phase_training_config(plan, phase, member)  # the training config's own checks, now
     labels = [entry.label for entry in plan.head_to_head]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:

@@ -13,7 +13,6 @@ from bgtrain.generation.config import GenerationConfig
 from bgtrain.generation.stages import Stage, bench_json, benchmark_json, run_directory
 from bgtrain.generation.state import file_sha256
 from bgtrain.training.run_directory import code_version
-from engine.position_kinds import PHASE_NAMES
 
 
 def _read_json(path: Path) -> Any:
@@ -33,16 +32,18 @@ def _dataset(plan: GenerationConfig, name: str, record: dict[str, Any] | None) -
             "label_seconds": round(sum(shard.get("label_seconds", 0) for shard in shards), 1)}
 
 
-def _network(plan: GenerationConfig, phase: str, records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _network(plan: GenerationConfig, phase: str, member: int, key: str,
+             records: dict[str, dict[str, Any]]) -> dict[str, Any]:
     from bgtrain.model.checkpoint import load_checkpoint
 
-    section = plan.phases[phase]
-    final = run_directory(plan, phase) / "final.pt"
+    section = plan.phases[phase][member]
+    final = run_directory(plan, phase, member) / "final.pt"
     payload = load_checkpoint(final)
-    train, init = records.get(f"train:{phase}", {}), records.get(f"init:{phase}")
+    train, init = records.get(f"train:{key}", {}), records.get(f"init:{key}")
     counters, strength = payload.get("counters", {}), payload.get("strength", {})
     return {
-        "config": str(plan.generation.home / "configs" / f"{phase}.toml"),
+        "phase": phase,
+        "config": str(plan.generation.home / "configs" / f"{key}.toml"),
         "resolved_config": payload.get("config"),  # as the checkpoint stores it: the lineage needs no run directory
         "commands": train.get("commands", []),
         "init_from": (f"{section.init_from}: member {section.init_member} of its {phase} networks"
@@ -97,7 +98,7 @@ def write_lineage(path: Path, plan: GenerationConfig, config_path: str, command_
                        for entry in plan.relabel},
         "plays": {entry.name: {"from": entry.source, **_dataset(plan, entry.name, by_name.get(f"plays:{entry.name}"))}
                   for entry in plan.plays},
-        "networks": {phase: _network(plan, phase, by_name) for phase in PHASE_NAMES},
+        "networks": {key: _network(plan, phase, member, key, by_name) for phase, member, key in plan.networks()},
         "combined_with": by_name.get("combine", {}).get("commands", []),
         "benchmark": ({"commands": by_name.get("benchmark", {}).get("commands", []),
                        "results": _read_json(benchmark_json(plan))} if plan.benchmark.enabled else None),

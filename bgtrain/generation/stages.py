@@ -4,14 +4,14 @@ makes one output, and what it takes to resume it.
     dataset:NAME      bgtrain dataset generate   (resumes: complete shards are kept)
     relabel:NAME      bgtrain dataset relabel    (resumes likewise)
     plays:NAME        bgtrain dataset plays      (candidate plays; where this bgtrain has the command)
-    init:PHASE        write_member: one network of a phase model, the start of a student
-    train:PHASE       bgtrain train              (resumes with --resume latest.pt)
+    init:KEY          write_member: one network of a phase model, the start of a student
+    train:KEY         bgtrain train              (resumes with --resume latest.pt)
     combine           combine_checkpoints: the phase model
     benchmark         bgtrain benchmark          (minutes at most; run again whole)
     bench:LABEL       bgtrain bench              (resumes from its --work-dir)
     ship              the model to its output path, and the lineage file
 
-A stage that was running when its generation was stopped is resumed; one run fresh (because an earlier
+KEY is the phase, or ``PHASE.N`` for member N of a phase's ensemble. A stage that was running when its generation was stopped is resumed; one run fresh (because an earlier
 stage ran again) first removes what an earlier attempt left (``--overwrite``, the bench's work
 directory), so nothing made from old inputs survives.
 """
@@ -103,10 +103,10 @@ def plan_stages(plan: GenerationConfig, options: RunOptions) -> list[Stage]:
     stages = [_dataset_stage(plan, entry, threads, options) for entry in plan.datasets]
     stages += [_relabel_stage(plan, entry, threads) for entry in plan.relabel]
     stages += [_plays_stage(plan, entry, threads) for entry in plan.plays]
-    for phase in PHASE_NAMES:
-        if plan.phases[phase].init_member >= 0:
-            stages.append(_init_stage(plan, phase))
-    stages += [_train_stage(plan, phase, threads) for phase in PHASE_NAMES]
+    networks = plan.networks()
+    stages += [_init_stage(plan, phase, member, key) for phase, member, key in networks
+               if plan.phases[phase][member].init_member >= 0]
+    stages += [_train_stage(plan, phase, member, key, threads) for phase, member, key in networks]
     stages.append(_combine_stage(plan))
     if plan.benchmark.enabled:
         stages.append(_benchmark_stage(plan, threads))
@@ -119,12 +119,13 @@ def model_path(plan: GenerationConfig) -> Path:
     return plan.generation.home / "model.pt"
 
 
-def run_directory(plan: GenerationConfig, phase: str) -> Path:
-    return plan.phase_training(phase).run_dir
+def run_directory(plan: GenerationConfig, phase: str, member: int = 0) -> Path:
+    return plan.phase_training(phase, member).run_dir
 
 
-def init_path(plan: GenerationConfig, phase: str) -> Path:
-    return plan.generation.home / "init" / f"{phase}.pt"
+def init_path(plan: GenerationConfig, key: str) -> Path:
+    """Where the start of network ``key`` (``plan.networks()``) is written."""
+    return plan.generation.home / "init" / f"{key}.pt"
 
 
 def bench_json(plan: GenerationConfig, entry: HeadToHeadSection) -> Path:
@@ -182,9 +183,9 @@ def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words) ->
     return Stage(f"plays:{entry.name}", (bgtrain_words(words),), (out,), execute)
 
 
-def _init_stage(plan: GenerationConfig, phase: str) -> Stage:
-    section = plan.phases[phase]
-    out = init_path(plan, phase)
+def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> Stage:
+    section = plan.phases[phase][member]
+    out = init_path(plan, key)
     code = ("from bgtrain.training.distillation import write_member; "
             f"write_member({_quoted(section.init_from)}, {_quoted(phase)}, {section.init_member}, {_quoted(out)})")
 
@@ -193,19 +194,19 @@ def _init_stage(plan: GenerationConfig, phase: str) -> Stage:
 
         context.call(code, lambda: write_member(section.init_from, phase, section.init_member, out))
 
-    return Stage(f"init:{phase}", (["python", "-c", code],), (out,), execute)
+    return Stage(f"init:{key}", (["python", "-c", code],), (out,), execute)
 
 
-def _train_stage(plan: GenerationConfig, phase: str, threads: Words) -> Stage:
-    section = plan.phases[phase]
-    start = str(init_path(plan, phase)) if section.init_member >= 0 else section.init_from
-    config = plan.phase_training(phase, start)
-    config_file = plan.generation.home / "configs" / f"{phase}.toml"
+def _train_stage(plan: GenerationConfig, phase: str, member: int, key: str, threads: Words) -> Stage:
+    section = plan.phases[phase][member]
+    start = str(init_path(plan, key)) if section.init_member >= 0 else section.init_from
+    config = plan.phase_training(phase, member, start)
+    config_file = plan.generation.home / "configs" / f"{key}.toml"
     run_dir = config.run_dir
     words = ["train", "--config", str(config_file), *threads, "--no-progress"]
 
     def execute(context: Context, resuming: bool) -> None:
-        atomic_write(config_file, f"# {phase} network of generation {plan.generation.name} (scripts/generation.py)\n"
+        atomic_write(config_file, f"# {key} network of generation {plan.generation.name} (scripts/generation.py)\n"
                      + to_toml_text(config))
         if resuming and (run_dir / "final.pt").is_file():
             return  # finished before the stop, not yet recorded
@@ -215,14 +216,18 @@ def _train_stage(plan: GenerationConfig, phase: str, threads: Words) -> Stage:
         # Afresh: an attempt killed before its first checkpoint, or a run made from inputs that changed.
         context.run(words + (["--overwrite"] if run_dir.exists() else []))
 
-    return Stage(f"train:{phase}", (bgtrain_words(words),), (run_dir / "final.pt",), execute)
+    return Stage(f"train:{key}", (bgtrain_words(words),), (run_dir / "final.pt",), execute)
 
 
 def _combine_stage(plan: GenerationConfig) -> Stage:
-    finals = [str(run_directory(plan, phase) / "final.pt") for phase in PHASE_NAMES]
+    # A phase's checkpoint, or the list of its ensemble's (combine_checkpoints takes either).
+    finals: list[str | list[str]] = []
+    for phase in PHASE_NAMES:
+        paths = [str(run_directory(plan, phase, member) / "final.pt") for member in range(len(plan.phases[phase]))]
+        finals.append(paths[0] if len(paths) == 1 else paths)
     out = model_path(plan)
     code = ("from bgtrain.model.combine import combine_checkpoints; "
-            f"combine_checkpoints({', '.join(map(_quoted, finals))}, {_quoted(out)})")
+            f"combine_checkpoints({', '.join(json.dumps(final) for final in finals)}, {_quoted(out)})")
 
     def execute(context: Context, resuming: bool) -> None:
         from bgtrain.model.combine import combine_checkpoints
