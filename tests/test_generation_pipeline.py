@@ -174,6 +174,7 @@ def test_executor_goes_to_generate_and_bench_only(tmp_path):
     (lambda data: data["datasets"][0].update(labeller="ply2"), "must be ply:N or rollout"),
     (lambda data: data["phases"]["contact"].update(lr_schedule="wavy"), "[supervised] lr_schedule"),
     (lambda data: data.update(extra={}), "unknown section [extra]"),
+    (lambda data: data["phases"]["contact"].update(init_from="network:race"), "name a network trained before"),
 ])
 def test_plan_mistakes_are_refused_by_name(tmp_path, change, message):
     data = tiny_data(tmp_path)
@@ -256,15 +257,16 @@ def test_a_damaged_state_file_is_refused_in_one_line(tmp_path):
 
 
 def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
-    """[[phases.crashed]] twice: two trainings, one started from a member, combined into the phase's
-    ensemble (on the finished generation's datasets, named by path: no dataset stage)."""
+    """[[phases.crashed]] twice: two trainings, one started from the plan's contact network, one from a
+    member of a phase model, combined into the phase's ensemble (on the finished generation's datasets, named by path: no dataset stage)."""
     _plan, finished, *_ = generation
     data = tiny_data(tmp_path / "gen")
     datasets = finished / "datasets"
     data.update(datasets=[], relabel=[], head_to_head=[], benchmark={"enabled": False})
     data["phases"]["contact"]["datasets"] = [str(datasets / "selfplay-s1")]
     data["phases"]["race"]["datasets"] = [str(datasets / "relabelled-s1")]
-    crashed = {**data["phases"]["crashed"], "datasets": [str(datasets / "relabelled-s1")]}
+    crashed = {**data["phases"]["crashed"], "datasets": [str(datasets / "relabelled-s1")],
+               "init_from": "network:contact"}
     data["phases"]["crashed"] = [crashed, {**crashed, "seed": 7, "encoder": "gnubg_contact", "hidden": [512],
                                            "init_from": "checkpoints/bgtrain-distilled.pt", "init_member": 0,
                                            "epochs": 1}]
@@ -278,3 +280,4 @@ def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
     lineage = json.loads((tmp_path / "gen" / "tiny.json").read_text())
     assert set(lineage["networks"]) == {"contact", "crashed.0", "crashed.1", "race"}
     assert lineage["networks"]["crashed.1"]["phase"] == "crashed" and lineage["networks"]["crashed.1"]["epochs"] == 1
+    assert lineage["networks"]["crashed.0"]["start"] == str(tmp_path / "gen" / "runs" / "tiny-contact" / "final.pt")

@@ -27,6 +27,7 @@ from bgtrain.training.config import _unknown_key as unknown_key
 from engine.position_kinds import PHASE_NAMES
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a stage name part and a directory name
+NETWORK = "network:"  # init_from naming a training of the same plan
 _LABELLER = re.compile(r"^(ply:\d+|rollout:\d+(:truncate=\d+)?)$")
 
 
@@ -165,7 +166,9 @@ class PhaseSection:
     heldout_fraction: float = 0.05
     seed: int = 0
     init_from: str = ""
-    """A checkpoint that starts the training; "" starts from scratch."""
+    """A checkpoint that starts the training; ``network:KEY`` the network another training of this plan
+    made (``network:contact``, ``network:crashed.0``; an earlier one in the order contact, crashed, race);
+    "" starts from scratch."""
     init_member: int = -1
     """With a phase model as ``init_from``: start from member N of this phase's networks
     (``bgtrain.training.distillation.write_member``); -1 takes ``init_from`` as a single network."""
@@ -240,9 +243,32 @@ class GenerationConfig:
         return [(phase, index, phase if len(members) == 1 else f"{phase}.{index}")
                 for phase, members in self.phases.items() for index in range(len(members))]
 
-    def phase_training(self, phase: str, member: int = 0, init_path: str | None = None) -> Config:
-        """The training config (``bgtrain train``'s) of member ``member`` of ``phase``, datasets resolved."""
-        return phase_training_config(self, phase, member, init_path)
+    def phase_training(self, phase: str, member: int = 0) -> Config:
+        """The training config (``bgtrain train``'s) of member ``member`` of ``phase``, its datasets and
+        start resolved."""
+        return phase_training_config(self, phase, member)
+
+    def init_path(self, key: str) -> Path:
+        """Where the start of network ``key`` is written when it is a member of a phase model."""
+        return self.generation.home / "init" / f"{key}.pt"
+
+    def start(self, phase: str, member: int) -> str:
+        """The checkpoint that starts a network: its written member, another training's final model, the
+        given checkpoint, or "" (from scratch)."""
+        section = self.phases[phase][member]
+        if section.init_member >= 0:
+            return str(self.init_path(network_key(self, phase, member)))
+        if section.init_from.startswith(NETWORK):
+            source_phase, source_member = self.network_of(section.init_from.removeprefix(NETWORK))
+            return str(self.phase_training(source_phase, source_member).run_dir / "final.pt")
+        return section.init_from
+
+    def network_of(self, key: str) -> tuple[str, int]:
+        """``(phase, member)`` of network ``key``; a ValueError naming the plan's networks."""
+        found = {network: (phase, member) for phase, member, network in self.networks()}
+        if key not in found:
+            raise ValueError(f"no network {key!r} in this plan; its networks are {', '.join(found)}")
+        return found[key]
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(dataclasses.asdict(self)))
@@ -257,9 +283,9 @@ def network_key(plan: GenerationConfig, phase: str, member: int) -> str:
     return phase if len(plan.phases[phase]) == 1 else f"{phase}.{member}"
 
 
-def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0, init_path: str | None = None) -> Config:
+def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0) -> Config:
     section = plan.phases[phase][member]
-    init = init_path if init_path is not None else section.init_from
+    init = plan.start(phase, member)
     return config_from_dict({
         "run": {"name": f"{plan.generation.name}-{network_key(plan, phase, member)}", "seed": section.seed,
                 "out_dir": str(plan.generation.home / "runs")},
@@ -373,6 +399,15 @@ def _check_references(plan: GenerationConfig) -> None:
                                  "(name one of [[datasets]], [[relabel]] or [[plays]], or a path with '/')")
         if section.init_member >= 0 and not section.init_from:
             raise ValueError(f"[phases.{key}] init_member = {section.init_member} needs init_from (a phase model)")
+        if section.init_from.startswith(NETWORK):
+            source = section.init_from.removeprefix(NETWORK)
+            keys = [network for _, _, network in plan.networks()]
+            earlier = keys[: keys.index(key)]
+            if source not in earlier:
+                raise ValueError(f"[phases.{key}] init_from = {section.init_from!r}: name a network trained before "
+                                 f"this one ({', '.join(earlier) or 'none'})")
+            if section.init_member >= 0:
+                raise ValueError(f"[phases.{key}] init_member: a network of this plan is a single network")
         phase_training_config(plan, phase, member)  # the training config's own checks, now
     labels = [entry.label for entry in plan.head_to_head]
     repeated = sorted({label for label in labels if labels.count(label) > 1})

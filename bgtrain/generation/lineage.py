@@ -48,6 +48,7 @@ def _network(plan: GenerationConfig, phase: str, member: int, key: str,
         "commands": train.get("commands", []),
         "init_from": (f"{section.init_from}: member {section.init_member} of its {phase} networks"
                       if section.init_member >= 0 else section.init_from or "scratch"),
+        "start": plan.start(phase, member),
         "init_commands": init["commands"] if init else [],
         "model": payload.get("model"),
         "sha256": file_sha256(final),

@@ -123,11 +123,6 @@ def run_directory(plan: GenerationConfig, phase: str, member: int = 0) -> Path:
     return plan.phase_training(phase, member).run_dir
 
 
-def init_path(plan: GenerationConfig, key: str) -> Path:
-    """Where the start of network ``key`` (``plan.networks()``) is written."""
-    return plan.generation.home / "init" / f"{key}.pt"
-
-
 def bench_json(plan: GenerationConfig, entry: HeadToHeadSection) -> Path:
     return plan.generation.home / "results" / f"bench-{entry.label}.json"
 
@@ -185,7 +180,7 @@ def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words) ->
 
 def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> Stage:
     section = plan.phases[phase][member]
-    out = init_path(plan, key)
+    out = plan.init_path(key)
     code = ("from bgtrain.training.distillation import write_member; "
             f"write_member({_quoted(section.init_from)}, {_quoted(phase)}, {section.init_member}, {_quoted(out)})")
 
@@ -198,9 +193,7 @@ def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> St
 
 
 def _train_stage(plan: GenerationConfig, phase: str, member: int, key: str, threads: Words) -> Stage:
-    section = plan.phases[phase][member]
-    start = str(init_path(plan, key)) if section.init_member >= 0 else section.init_from
-    config = plan.phase_training(phase, member, start)
+    config = plan.phase_training(phase, member)
     config_file = plan.generation.home / "configs" / f"{key}.toml"
     run_dir = config.run_dir
     words = ["train", "--config", str(config_file), *threads, "--no-progress"]
