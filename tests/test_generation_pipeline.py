@@ -195,13 +195,17 @@ def test_the_script_says_a_mistake_in_one_line_with_status_2(tmp_path, capsys):
     assert "no such stage" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["gen9", "distilled"])
-def test_the_real_plans_read_and_start_every_student_from_a_member(name):
+@pytest.mark.parametrize("name", ["gen9", "distilled", "gen8"])
+def test_the_real_plans_read_with_every_network_trained_and_shipped(name):
     plan = load_plan(ROOT / "configs" / "generation" / f"{name}.toml")
     names = stage_names(plan, RunOptions())
-    assert {"init:contact", "init:crashed", "init:race", "combine", "benchmark", "ship"} <= set(names)
-    assert all(member.init_from == "checkpoints/bgtrain-supervised.pt" for members in plan.phases.values()
-               for member in members)
+    assert {f"train:{key}" for _, _, key in plan.networks()} | {"combine", "benchmark", "ship"} <= set(names)
+    if name == "gen8":  # three networks a phase; the crashed ones start from networks trained before them
+        assert [key for _, _, key in plan.networks()][3:6] == ["crashed.0", "crashed.1", "crashed.2"]
+        assert plan.start("crashed", 1) == str(plan.generation.home / "runs" / "gen8-crashed.0" / "final.pt")
+    else:  # students start from generation 8's members
+        assert {"init:contact", "init:crashed", "init:race"} <= set(names)
+        assert all(plan.phases[phase][0].init_from == "checkpoints/bgtrain-supervised.pt" for phase in plan.phases)
 
 
 def test_one_process_a_generation(tmp_path):

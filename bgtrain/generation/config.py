@@ -91,6 +91,8 @@ class DatasetSection:
     """Share of the agreeing positions kept anyway."""
     labeller: str = "ply:1"
     """``ply:N`` or ``rollout:TRIALS[:truncate=K]`` by the self-play model."""
+    model: str = ""
+    """The model that plays, selects and labels here; default ``[generation] self_play_model``."""
 
     def __post_init__(self) -> None:
         _name("datasets", self.name)
@@ -172,6 +174,9 @@ class PhaseSection:
     init_member: int = -1
     """With a phase model as ``init_from``: start from member N of this phase's networks
     (``bgtrain.training.distillation.write_member``); -1 takes ``init_from`` as a single network."""
+    kinds: tuple[str, ...] = ()
+    """The kinds of position it learns from; default the phase's own (a contact network of all kinds
+    later starts a crashed one, say)."""
     check_games: int = 200
     """Games against pubeval at the end of the training (the training's own check; the head-to-head
     stages are the generation's)."""
@@ -293,7 +298,7 @@ def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0) -
         "train": {"method": "supervised"},
         "supervised": {
             "datasets": [_dataset_reference(plan, reference) for reference in section.datasets],
-            "kinds": [phase], "init_from": init, "epochs": section.epochs, "batch_size": section.batch_size,
+            "kinds": list(section.kinds or (phase,)), "init_from": init, "epochs": section.epochs, "batch_size": section.batch_size,
             "learning_rate": section.learning_rate, "weight_decay": section.weight_decay,
             "lr_schedule": section.lr_schedule, "lr_final_fraction": section.lr_final_fraction,
             "loss": section.loss, "heldout_fraction": section.heldout_fraction,

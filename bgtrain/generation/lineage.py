@@ -91,6 +91,7 @@ def write_lineage(path: Path, plan: GenerationConfig, config_path: str, command_
                    "plan_sha256": plan.digest, "plan": plan.to_dict()},
         "code_version": code_version(),
         "self_play_model": _model(generation.self_play_model),
+        "dataset_models": {entry.name: _model(entry.model) for entry in plan.datasets if entry.model},
         "labelling_model": _model(generation.labelling_model),
         "datasets": {entry.name: _dataset(plan, entry.name, by_name.get(f"dataset:{entry.name}"))
                      for entry in plan.datasets},

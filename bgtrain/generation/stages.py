@@ -133,7 +133,7 @@ def benchmark_json(plan: GenerationConfig) -> Path:
 
 def _dataset_stage(plan: GenerationConfig, entry: DatasetSection, threads: Words, options: RunOptions) -> Stage:
     out = plan.dataset_path(entry.name)
-    words = ["dataset", "generate", "--model", plan.generation.self_play_model, "--out", str(out),
+    words = ["dataset", "generate", "--model", entry.model or plan.generation.self_play_model, "--out", str(out),
              "--positions", str(entry.positions), "--shard-size", str(entry.shard_size), "--games", str(entry.games),
              "--seed", str(entry.seed), "--sample-rate", repr(entry.sample_rate), "--epsilon", repr(entry.epsilon),
              "--temperature", repr(entry.temperature), "--select-ply", str(entry.select_ply),
