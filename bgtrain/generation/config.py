@@ -245,7 +245,7 @@ class GenerationConfig:
     def networks(self) -> list[tuple[str, int, str]]:
         """``(phase, member, key)`` of every network the plan trains, in order; the key names its stages,
         run and files: the phase, or ``PHASE.N`` for member N of an ensemble."""
-        return [(phase, index, phase if len(members) == 1 else f"{phase}.{index}")
+        return [(phase, index, network_key(self, phase, index))
                 for phase, members in self.phases.items() for index in range(len(members))]
 
     def phase_training(self, phase: str, member: int = 0) -> Config:
@@ -285,6 +285,7 @@ class GenerationConfig:
 
 
 def network_key(plan: GenerationConfig, phase: str, member: int) -> str:
+    """The phase for its only network; ``PHASE.N`` for member N of an ensemble."""
     return phase if len(plan.phases[phase]) == 1 else f"{phase}.{member}"
 
 
