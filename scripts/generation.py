@@ -1,56 +1,108 @@
-"""One generation of supervised training: generate -> label -> train -> benchmark.
+"""One generation, from self-play to a shipped model, from one plan (docs/training.md, "The generation
+pipeline"):
 
-    python scripts/generation.py --config configs/supervised_gen1.toml --model checkpoints/bgtrain-plus.pt \
-        --positions 40000 [--labeller ply:1] [--seed 1] [--games 2000] [--opponents pubeval gnubg:0ply]
+    python scripts/generation.py --config configs/generation/gen9.toml [--threads N]
+        [--executor ray [--address auto|HOST:PORT] [--workers N]] [--stop-after STAGE] [--in-process]
 
-Each step is one of the ordinary commands, run in turn (each resumes where it stopped, so the script can
-be rerun after a kill): ``bgtrain dataset generate`` into every directory of the config's
-``[supervised] datasets`` not yet complete (the first with ``--seed``, the next with ``--seed + 1``...,
-``--positions`` each), ``bgtrain train --config`` (supervised), then ``bgtrain bench`` of the final model
-against each opponent, seat-swapped, with the 95% interval. The commands are printed before they run.
+The stages (``bgtrain.generation.stages``): every ``[[datasets]]`` generated, every ``[[relabel]]``,
+the students' starting networks, one supervised training a phase, the phase model, the move-error
+benchmark, every ``[[head_to_head]]`` bench, then the model copied to ``[generation] model`` and the
+lineage JSON written. Each command is printed before it runs. The generation's directory holds a state
+file of the finished stages with their outputs' sha256: run the same command again after a stop or a
+kill, and it skips what finished and resumes the stage that was running. A directory that holds another
+plan's state is refused. ``--executor ray`` goes to the commands that take it (dataset generate, bench);
+relabelling, training and the benchmark run in their own process. ``--in-process`` runs each command in
+this process (no interpreter start and no compile per stage: seconds saved on tiny plans; tests).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
+import signal
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
-def run(command: list[str]) -> None:
-    print("$ " + " ".join(shlex.quote(part) for part in command), flush=True)
-    subprocess.run(command, check=True)
+from bgtrain.generation.config import load_plan
+from bgtrain.generation.runner import run_generation
+from bgtrain.generation.stages import RunOptions, StageFailed
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True)
-    parser.add_argument("--model", default="checkpoints/bgtrain-plus.pt", help="self-play and labelling model")
-    parser.add_argument("--positions", type=int, default=40_000, help="positions per dataset")
-    parser.add_argument("--labeller", default="ply:1")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--games", type=int, default=2000, help="benchmark games per opponent")
-    parser.add_argument("--opponents", nargs="*", default=["pubeval", "gnubg:0ply"])
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    config = tomllib.loads(Path(args.config).read_text())
-    cli = [sys.executable, "-m", "bgtrain.cli"]
-    threads = ["--threads", str(args.threads)]
-    for offset, dataset in enumerate(config["supervised"]["datasets"]):
-        manifest = Path(dataset) / "manifest.json"
-        if manifest.exists() and json.loads(manifest.read_text())["positions"] >= args.positions:
-            print(f"{dataset}: complete")
-            continue
-        run([*cli, "dataset", "generate", "--model", args.model, "--out", dataset, "--positions",
-             str(args.positions), "--seed", str(args.seed + offset), "--labeller", args.labeller, *threads])
-    run([*cli, "train", "--config", args.config, *threads])
-    final = Path(config.get("run", {}).get("out_dir", "runs")) / config["run"]["name"] / "final.pt"
-    for opponent in args.opponents:
-        run([*cli, "bench", str(final), opponent, "--games", str(args.games), "--seed", "1", *threads])
+def in_subprocess(words: list[str]) -> int:
+    """Run ``bgtrain WORDS`` in a child process and return its status. The child shares this process's
+    group, so a Ctrl-C reaches it directly: this process ignores SIGINT while it waits, so that a training
+    can save its state and exit 130 (``subprocess.run`` would kill it 0.25 s later), and passes a SIGTERM
+    sent to it alone on to the child."""
+    child = subprocess.Popen([sys.executable, "-m", "bgtrain.cli", *words])
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN),
+                signal.SIGTERM: signal.signal(signal.SIGTERM, lambda number, frame: child.send_signal(number))}
+    try:
+        return child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def in_this_process(words: list[str]) -> int:
+    from bgtrain.cli import main
+
+    try:
+        return main(words)
+    except SystemExit as stop:  # argparse's --help and usage errors
+        return stop.code if isinstance(stop.code, int) else 2
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="generation.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="the generation's plan (configs/generation/NAME.toml)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads of every command")
+    parser.add_argument("--executor", choices=("process", "ray"), default="process",
+                        help="where dataset generation and bench run their work units (default: this machine)")
+    parser.add_argument("--address", default=None, help="Ray cluster to join (with --executor ray)")
+    parser.add_argument("--workers", type=int, default=None, help="Ray worker actors (with --executor ray)")
+    parser.add_argument("--stop-after", metavar="STAGE", default=None,
+                        help="stop once this stage has finished (e.g. dataset:NAME, train:contact, combine)")
+    parser.add_argument("--in-process", action="store_true", help="run every command in this process")
+    arguments = parser.parse_args(argv)
+    if arguments.threads is not None and arguments.threads < 1:
+        parser.error(f"--threads must be at least 1, not {arguments.threads}")
+    if arguments.executor != "ray" and (arguments.address or arguments.workers):
+        parser.error("--address and --workers go with --executor ray")
+    return arguments
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = parse_arguments(argv)
+    executor: list[str] = []
+    if arguments.executor == "ray":
+        executor = ["--executor", "ray"]
+        executor += ["--address", arguments.address] if arguments.address else []
+        executor += ["--workers", str(arguments.workers)] if arguments.workers else []
+    if arguments.threads is not None:
+        import torch
+
+        torch.set_num_threads(arguments.threads)  # the stages run in this process (member, combine)
+    command_line = shlex.join(["python", "scripts/generation.py", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        plan = load_plan(arguments.config)
+        run_generation(plan, arguments.config, in_this_process if arguments.in_process else in_subprocess,
+                       RunOptions(arguments.threads, tuple(executor)), arguments.stop_after,
+                       command_line=command_line)
+    except StageFailed as failed:
+        print(f"generation.py: {failed}", file=sys.stderr)
+        return failed.status
+    except (ValueError, OSError) as error:
+        where = f"{error.filename}: " if isinstance(error, OSError) and error.filename else ""
+        message = (error.strerror if isinstance(error, OSError) and error.strerror else str(error)).strip()
+        print(f"generation.py: {where}{message.splitlines()[0] if message else type(error).__name__}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("generation.py: interrupted; the same command resumes", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -29,6 +29,7 @@ FLOORS = {
     "bgtrain.analysis": 5,
     "bgtrain.training": 6,
     "bgtrain.distributed": 7,
+    "bgtrain.generation": 7,
     "bgtrain.web": 7,
     "bgtrain.api": 7,
     "bgtrain.commands": 8,

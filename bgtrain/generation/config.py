@@ -1,0 +1,435 @@
+"""A generation's plan: frozen, typed dataclasses read from one TOML file (``configs/generation/*.toml``).
+
+Sections: ``[generation]`` (names, directory, output model and lineage, the self-play and labelling
+models), ``[[datasets]]`` (self-play positions, their selection and labels), ``[[relabel]]`` (optional new
+labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook), ``[phases.contact|crashed|race]`` (a supervised training each, or ``[[phases.PHASE]]``
+several, an ensemble), ``[benchmark]``
+(the move-error benchmark) and ``[[head_to_head]]`` (seat-swapped games against other agents). An unknown
+section or key, or a value of the wrong type, is a ValueError naming it, like the training config's
+(``bgtrain.training.config``), whose checks each phase's training config also passes when the plan is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bgtrain.training.config import Config, config_from_dict
+from bgtrain.training.config import _convert as convert_field
+from bgtrain.training.config import _unknown_key as unknown_key
+from engine.position_kinds import PHASE_NAMES
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a stage name part and a directory name
+NETWORK = "network:"  # init_from naming a training of the same plan
+_LABELLER = re.compile(r"^(ply:\d+|rollout:\d+(:truncate=\d+)?)$")
+
+
+def _name(section: str, value: str) -> None:
+    if not _NAME.match(value):
+        raise ValueError(f"[{section}] name = {value!r}: must be letters, digits, '.', '_' or '-'")
+
+
+def _labeller(section: str, value: str) -> None:
+    if not _LABELLER.match(value):
+        raise ValueError(f"[{section}] labeller = {value!r}: must be ply:N or rollout:TRIALS[:truncate=K]")
+
+
+@dataclass(frozen=True)
+class GenerationSection:
+    name: str = ""
+    """The generation's name (``gen9``): its directory is ``runs/generations/<name>`` unless ``directory``."""
+    directory: str = ""
+    """Where the generation lives: its state file, datasets, training runs, results and model."""
+    model: str = ""
+    """The output model (``checkpoints/bgtrain-gen9.pt``), written once every other stage is done."""
+    lineage: str = ""
+    """The lineage JSON (``checkpoints/lineage/bgtrain-gen9.json``); default ``<directory>/lineage.json``."""
+    self_play_model: str = "checkpoints/bgtrain-supervised.pt"
+    """The model whose self-play finds the positions, and which selects and labels them (``dataset generate``)."""
+    labelling_model: str = "checkpoints/bgtrain-supervised.pt"
+    """The model that labels in ``[[relabel]]`` steps (where not given there)."""
+
+    def __post_init__(self) -> None:
+        _name("generation", self.name)
+        if not self.model:
+            raise ValueError("[generation] model: the output model's path is required")
+
+    @property
+    def home(self) -> Path:
+        return Path(self.directory or f"runs/generations/{self.name}")
+
+    @property
+    def lineage_path(self) -> Path:
+        return Path(self.lineage) if self.lineage else self.home / "lineage.json"
+
+
+@dataclass(frozen=True)
+class DatasetSection:
+    name: str = ""
+    """The dataset's name: it is written to ``<directory>/datasets/<name>``."""
+    positions: int = 10_000
+    seed: int = 0
+    shard_size: int = 5000
+    games: int = 512
+    """Self-play games in lock step."""
+    sample_rate: float = 0.25
+    epsilon: float = 0.05
+    temperature: float = 0.0
+    kinds: tuple[str, ...] = ()
+    """Take only positions of these kinds (contact, crashed, race); empty: every kind."""
+    select_ply: int = 1
+    """Keep a position where its equity at this ply and at 0-ply differ by more than the threshold (0 keeps all)."""
+    select_threshold: float = 0.04
+    keep_agreeing: float = 0.25
+    """Share of the agreeing positions kept anyway."""
+    labeller: str = "ply:1"
+    """``ply:N`` or ``rollout:TRIALS[:truncate=K]`` by the self-play model."""
+    model: str = ""
+    """The model that plays, selects and labels here; default ``[generation] self_play_model``."""
+
+    def __post_init__(self) -> None:
+        _name("datasets", self.name)
+        for key in ("positions", "shard_size", "games"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"[datasets] {self.name}: {key} = {getattr(self, key)}: must be > 0")
+        for kind in self.kinds:
+            if kind not in PHASE_NAMES:
+                raise ValueError(f"[datasets] {self.name}: kinds: {kind!r} is not one of {', '.join(PHASE_NAMES)}")
+        _labeller("datasets", self.labeller)
+
+
+@dataclass(frozen=True)
+class RelabelSection:
+    name: str = ""
+    """The new dataset's name (``<directory>/datasets/<name>``)."""
+    source: str = ""
+    """A dataset of this plan by name, or a dataset directory (a path with '/')."""
+    labeller: str = "ply:2"
+    model: str = ""
+    """The labelling model; default ``[generation] labelling_model``."""
+    kinds: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _name("relabel", self.name)
+        if not self.source:
+            raise ValueError(f"[relabel] {self.name}: source: the dataset to relabel is required")
+        _labeller("relabel", self.labeller)
+        for kind in self.kinds:
+            if kind not in PHASE_NAMES:
+                raise ValueError(f"[relabel] {self.name}: kinds: {kind!r} is not one of {', '.join(PHASE_NAMES)}")
+
+
+@dataclass(frozen=True)
+class PlaysSection:
+    """The hook for candidate-play datasets (``bgtrain dataset plays``, ``bgtrain/datasets/plays.py``): the
+    stage runs ``bgtrain dataset plays SOURCE --out DIR --model M --labeller L ARGUMENTS...`` and is refused,
+    in one line, by a bgtrain that has no such command."""
+
+    name: str = ""
+    source: str = ""
+    """A dataset of this plan by name, or a dataset directory (a path with '/'), whose positions are used."""
+    labeller: str = "ply:0"
+    model: str = ""
+    """The labelling model; default ``[generation] labelling_model``."""
+    arguments: tuple[str, ...] = ()
+    """Further words for the command as written (``["--top", "6", "--seed", "202"]``)."""
+
+    def __post_init__(self) -> None:
+        _name("plays", self.name)
+        if not self.source:
+            raise ValueError(f"[plays] {self.name}: source: the dataset whose positions are used is required")
+        _labeller("plays", self.labeller)
+
+
+@dataclass(frozen=True)
+class PhaseSection:
+    """One network of a phase: its datasets, its start, and the ``[model]`` and ``[supervised]`` fields of
+    the training config of the same names (``bgtrain.training.config_sections``)."""
+
+    datasets: tuple[str, ...] = ()
+    """Datasets by name (of ``[[datasets]]``, ``[[relabel]]``, ``[[plays]]``) or directory (a path with '/', ``DIR@N`` too)."""
+    encoder: str = "gnubg_contact"
+    hidden: tuple[int, ...] = (128,)
+    activation: str = "sigmoid"
+    epochs: int = 10
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    lr_schedule: str = "cosine"
+    lr_final_fraction: float = 0.02
+    loss: str = "bce"
+    heldout_fraction: float = 0.05
+    seed: int = 0
+    init_from: str = ""
+    """A checkpoint that starts the training; ``network:KEY`` the network another training of this plan
+    made (``network:contact``, ``network:crashed.0``; an earlier one in the order contact, crashed, race);
+    "" starts from scratch."""
+    init_member: int = -1
+    """With a phase model as ``init_from``: start from member N of this phase's networks
+    (``bgtrain.training.distillation.write_member``); -1 takes ``init_from`` as a single network."""
+    kinds: tuple[str, ...] = ()
+    """The kinds of position it learns from; default the phase's own (a contact network of all kinds
+    later starts a crashed one, say)."""
+    check_games: int = 200
+    """Games against pubeval at the end of the training (the training's own check; the head-to-head
+    stages are the generation's)."""
+
+
+@dataclass(frozen=True)
+class BenchmarkSection:
+    enabled: bool = True
+    against: tuple[str, ...] = ("checkpoints/bgtrain-supervised.pt",)
+    """Agents scored beside the new model, with paired differences (``bgtrain benchmark`` specs)."""
+    decision_class: str = ""
+    """One class only (contact, crashed, race); "" scores all."""
+    data: str = ""
+    """Decisions other than the shipped benchmark (``bgtrain benchmark --data``)."""
+
+    def __post_init__(self) -> None:
+        if self.decision_class and self.decision_class not in PHASE_NAMES:
+            raise ValueError(f"[benchmark] decision_class = {self.decision_class!r}: must be one of "
+                             f"{', '.join(PHASE_NAMES)} or empty")
+
+
+@dataclass(frozen=True)
+class HeadToHeadSection:
+    opponent: str = "pubeval"
+    """A ``bgtrain bench`` agent spec; ``gnubg:*`` is skipped (and said so) where GNU Backgammon's bindings
+    are not installed."""
+    games: int = 2000
+    seed: int = 1
+    ply: int = 0
+    """The new model's search depth."""
+    name: str = ""
+    """The stage's name; default from the opponent (``gnubg-0ply``, a checkpoint's file stem)."""
+
+    def __post_init__(self) -> None:
+        if self.games <= 0:
+            raise ValueError(f"[head_to_head] {self.opponent}: games = {self.games}: must be > 0")
+        if not 0 <= self.ply <= 4:
+            raise ValueError(f"[head_to_head] {self.opponent}: ply = {self.ply}: must be in 0 .. 4")
+        if self.name:
+            _name("head_to_head", self.name)
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        agent, *options = self.opponent.split(":")
+        head = Path(agent).stem if agent.endswith((".pt", ".onnx")) else agent
+        return re.sub(r"[^A-Za-z0-9._-]", "-", "-".join([head, *options]))
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    generation: GenerationSection
+    datasets: tuple[DatasetSection, ...] = ()
+    relabel: tuple[RelabelSection, ...] = ()
+    plays: tuple[PlaysSection, ...] = ()
+    phases: dict[str, tuple[PhaseSection, ...]] = field(default_factory=dict)
+    """Each phase's networks: one, or several averaged (an ensemble, ``bgtrain.model.ensembles``)."""
+    benchmark: BenchmarkSection = field(default_factory=BenchmarkSection)
+    head_to_head: tuple[HeadToHeadSection, ...] = ()
+
+    def dataset_path(self, reference: str) -> Path:
+        """The directory of a dataset named in the plan, or ``reference`` itself when it is a path."""
+        return Path(reference) if "/" in reference else self.generation.home / "datasets" / reference
+
+    def networks(self) -> list[tuple[str, int, str]]:
+        """``(phase, member, key)`` of every network the plan trains, in order; the key names its stages,
+        run and files: the phase, or ``PHASE.N`` for member N of an ensemble."""
+        return [(phase, index, network_key(self, phase, index))
+                for phase, members in self.phases.items() for index in range(len(members))]
+
+    def phase_training(self, phase: str, member: int = 0) -> Config:
+        """The training config (``bgtrain train``'s) of member ``member`` of ``phase``, its datasets and
+        start resolved."""
+        return phase_training_config(self, phase, member)
+
+    def init_path(self, key: str) -> Path:
+        """Where the start of network ``key`` is written when it is a member of a phase model."""
+        return self.generation.home / "init" / f"{key}.pt"
+
+    def start(self, phase: str, member: int) -> str:
+        """The checkpoint that starts a network: its written member, another training's final model, the
+        given checkpoint, or "" (from scratch)."""
+        section = self.phases[phase][member]
+        if section.init_member >= 0:
+            return str(self.init_path(network_key(self, phase, member)))
+        if section.init_from.startswith(NETWORK):
+            source_phase, source_member = self.network_of(section.init_from.removeprefix(NETWORK))
+            return str(self.phase_training(source_phase, source_member).run_dir / "final.pt")
+        return section.init_from
+
+    def network_of(self, key: str) -> tuple[str, int]:
+        """``(phase, member)`` of network ``key``; a ValueError naming the plan's networks."""
+        found = {network: (phase, member) for phase, member, network in self.networks()}
+        if key not in found:
+            raise ValueError(f"no network {key!r} in this plan; its networks are {', '.join(found)}")
+        return found[key]
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the resolved plan: a directory's state belongs to exactly one."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+def network_key(plan: GenerationConfig, phase: str, member: int) -> str:
+    """The phase for its only network; ``PHASE.N`` for member N of an ensemble."""
+    return phase if len(plan.phases[phase]) == 1 else f"{phase}.{member}"
+
+
+def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0) -> Config:
+    section = plan.phases[phase][member]
+    init = plan.start(phase, member)
+    return config_from_dict({
+        "run": {"name": f"{plan.generation.name}-{network_key(plan, phase, member)}", "seed": section.seed,
+                "out_dir": str(plan.generation.home / "runs")},
+        "model": {"encoder": section.encoder, "hidden": list(section.hidden), "activation": section.activation},
+        "train": {"method": "supervised"},
+        "supervised": {
+            "datasets": [_dataset_reference(plan, reference) for reference in section.datasets],
+            "kinds": list(section.kinds or (phase,)), "init_from": init, "epochs": section.epochs, "batch_size": section.batch_size,
+            "learning_rate": section.learning_rate, "weight_decay": section.weight_decay,
+            "lr_schedule": section.lr_schedule, "lr_final_fraction": section.lr_final_fraction,
+            "loss": section.loss, "heldout_fraction": section.heldout_fraction,
+        },
+        "evaluation": {"benchmark": False, "games": section.check_games, "every_games": 0},
+        "checkpoint": {"keep_last": 2},
+    })
+
+
+def _dataset_reference(plan: GenerationConfig, reference: str) -> str:
+    name, at, count = reference.partition("@")
+    return str(plan.dataset_path(name)) + at + count
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading.
+
+_TABLES = {"generation": GenerationSection, "benchmark": BenchmarkSection}
+_ARRAYS = {"datasets": DatasetSection, "relabel": RelabelSection, "plays": PlaysSection,
+           "head_to_head": HeadToHeadSection}
+_SECTIONS = (*_TABLES, *_ARRAYS, "phases")
+
+
+def _section(section: str, section_class: type, values: Any):
+    """``section_class`` from a TOML table, each key and value checked as the training config checks its
+    own (the one reader of a field's value, ``bgtrain.training.config``)."""
+    if not isinstance(values, dict):
+        raise ValueError(f"[{section}] must be a table, not {type(values).__name__}")  # noqa: TRY004 (a config mistake, as every other)
+    hints = typing.get_type_hints(section_class)
+    known = {f.name: hints[f.name] for f in dataclasses.fields(section_class)}
+    converted = {}
+    for key, value in values.items():
+        if key not in known:
+            raise unknown_key(section, key, known)
+        converted[key] = convert_field(section, key, known[key], value)
+    return section_class(**converted)
+
+
+def _members(phase: str, given: Any) -> tuple[PhaseSection, ...]:
+    """``[phases.PHASE]``, one network, or ``[[phases.PHASE]]``, the members of an ensemble."""
+    if isinstance(given, dict):
+        return (_section(f"phases.{phase}", PhaseSection, given),)
+    if not isinstance(given, list) or not given:
+        raise ValueError(f"[phases.{phase}] must be a table (one network) or [[phases.{phase}]] tables (an ensemble)")
+    return tuple(_section(f"phases.{phase} {index}", PhaseSection, entry) for index, entry in enumerate(given))
+
+
+def _entry_name(entry: Any, index: int) -> str:
+    """How an entry of an array of tables is named in an error: by its name, else by its place."""
+    name = entry.get("name") or entry.get("opponent") if isinstance(entry, dict) else None
+    return name if isinstance(name, str) and name else str(index)
+
+
+def plan_from_dict(data: dict[str, Any]) -> GenerationConfig:
+    """A GenerationConfig from parsed TOML, every section, key and type checked, and every phase's
+    training config built once (so its mistakes are found before any stage runs)."""
+    for section in data:
+        if section not in _SECTIONS:
+            raise ValueError(f"unknown section [{section}]; valid sections: {', '.join(_SECTIONS)}")
+    if "generation" not in data:
+        raise ValueError("the [generation] section is required (name, model)")
+    parts: dict[str, Any] = {name: _section(name, cls, data[name]) for name, cls in _TABLES.items() if name in data}
+    for name, cls in _ARRAYS.items():
+        entries = data.get(name, [])
+        if not isinstance(entries, list):
+            raise ValueError(f"[[{name}]] must be an array of tables (write [[{name}]] above each)")  # noqa: TRY004 (a config mistake, as every other)
+        parts[name] = tuple(_section(f"{name} {_entry_name(entry, index)}", cls, entry) for index, entry in enumerate(entries))
+    phases = data.get("phases", {})
+    if not isinstance(phases, dict):
+        raise ValueError("[phases] must be a table of [phases.contact], [phases.crashed], [phases.race]")  # noqa: TRY004 (a config mistake, as every other)
+    for phase in phases:
+        if phase not in PHASE_NAMES:
+            raise ValueError(f"unknown phase [phases.{phase}]; the phases are {', '.join(PHASE_NAMES)}")
+    missing = [phase for phase in PHASE_NAMES if phase not in phases]
+    if missing:
+        raise ValueError(f"every phase needs a training: [phases.{missing[0]}] is missing")
+    parts["phases"] = {phase: _members(phase, phases[phase]) for phase in PHASE_NAMES}
+    plan = GenerationConfig(**parts)
+    _check_references(plan)
+    return plan
+
+
+def _check_references(plan: GenerationConfig) -> None:
+    names = [entry.name for entry in (*plan.datasets, *plan.relabel, *plan.plays)]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"dataset name {repeated[0]!r} is given twice ([[datasets]], [[relabel]] and [[plays]] "
+                         "share names)")
+    # Stages run in the order datasets, relabels, plays: a source must be made before it is read.
+    for offset, section, entries in ((len(plan.datasets), "relabel", plan.relabel),
+                                     (len(plan.datasets) + len(plan.relabel), "plays", plan.plays)):
+        for index, entry in enumerate(entries):
+            if "/" not in entry.source and entry.source not in names[: offset + index]:
+                raise ValueError(f"[[{section}]] {entry.name}: source {entry.source!r} is no dataset given before it")
+    for phase, member, key in plan.networks():
+        section = plan.phases[phase][member]
+        if not section.datasets:
+            raise ValueError(f"[phases.{key}] datasets: name at least one dataset")
+        for reference in section.datasets:
+            name = reference.partition("@")[0]
+            if "/" not in name and name not in names:
+                raise ValueError(f"[phases.{key}] datasets: {name!r} is no dataset of this plan "
+                                 "(name one of [[datasets]], [[relabel]] or [[plays]], or a path with '/')")
+        if section.init_member >= 0 and not section.init_from:
+            raise ValueError(f"[phases.{key}] init_member = {section.init_member} needs init_from (a phase model)")
+        if section.init_from.startswith(NETWORK):
+            source = section.init_from.removeprefix(NETWORK)
+            keys = [network for _, _, network in plan.networks()]
+            earlier = keys[: keys.index(key)]
+            if source not in earlier:
+                raise ValueError(f"[phases.{key}] init_from = {section.init_from!r}: name a network trained before "
+                                 f"this one ({', '.join(earlier) or 'none'})")
+            if section.init_member >= 0:
+                raise ValueError(f"[phases.{key}] init_member: a network of this plan is a single network")
+        phase_training_config(plan, phase, member)  # the training config's own checks, now
+    labels = [entry.label for entry in plan.head_to_head]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise ValueError(f"[[head_to_head]]: two entries are named {repeated[0]!r}; give one a name")
+
+
+def load_plan(path: str | Path) -> GenerationConfig:
+    """The generation plan in the TOML file at ``path``; a ValueError in one line for any mistake."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"--config {path}: is a directory, not a TOML file")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path} is not valid TOML ({error})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a TOML text file") from None
+    return plan_from_dict(data)

@@ -1,0 +1,266 @@
+"""A generation's stages, in order, from its plan: each the ordinary command (or library call) that
+makes one output, and what it takes to resume it.
+
+    dataset:NAME      bgtrain dataset generate   (resumes: complete shards are kept)
+    relabel:NAME      bgtrain dataset relabel    (resumes likewise)
+    plays:NAME        bgtrain dataset plays      (candidate plays; where this bgtrain has the command)
+    init:KEY          write_member: one network of a phase model, the start of a student
+    train:KEY         bgtrain train              (resumes with --resume latest.pt)
+    combine           combine_checkpoints: the phase model
+    benchmark         bgtrain benchmark          (minutes at most; run again whole)
+    bench:LABEL       bgtrain bench              (resumes from its --work-dir)
+    ship              the model to its output path, and the lineage file
+
+KEY is the phase, or ``PHASE.N`` for member N of a phase's ensemble. A stage that was running when its generation was stopped is resumed; one run fresh (because an earlier
+stage ran again) first removes what an earlier attempt left (``--overwrite``, the bench's work
+directory), so nothing made from old inputs survives.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bgtrain.files import atomic_write
+from bgtrain.generation.config import (
+    DatasetSection,
+    GenerationConfig,
+    HeadToHeadSection,
+    PlaysSection,
+    RelabelSection,
+)
+from bgtrain.training.config import to_toml_text
+from engine.position_kinds import PHASE_NAMES
+
+Words = list[str]
+Launcher = Callable[[Words], int]  # runs `bgtrain WORDS...`, returns its exit status
+
+
+class StageFailed(Exception):
+    def __init__(self, stage: str, status: int) -> None:
+        super().__init__(f"stage {stage} stopped with status {status}; the same command resumes it")
+        self.stage, self.status = stage, status
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    threads: int | None = None
+    """``--threads`` for every command that takes it (all of them)."""
+    executor: tuple[str, ...] = ()
+    """``--executor ray [--address A] [--workers N]``, for the commands that take it (generate, bench)."""
+
+
+@dataclass
+class Context:
+    plan: GenerationConfig
+    options: RunOptions
+    launch: Launcher
+    echo: Callable[[str], None] = print
+    stage: str = ""
+    """The stage running now (named by a StageFailed)."""
+
+    def run(self, words: Words) -> None:
+        """Print and run ``bgtrain WORDS``; a StageFailed unless it ends with status 0."""
+        self.echo("$ " + shlex.join(["bgtrain", *words]))
+        status = self.launch(words)
+        if status != 0:
+            raise StageFailed(self.stage, status)
+
+    def call(self, code: str, function: Callable[[], object]) -> None:
+        """Print ``python -c CODE`` and run its equivalent, ``function``, in this process."""
+        self.echo("$ " + shlex.join(["python", "-c", code]))
+        function()
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    commands: tuple[Words, ...]
+    """The commands that make the outputs from nothing, as a user would type them (lineage)."""
+    outputs: tuple[Path, ...]
+    execute: Callable[[Context, bool], None]
+    """``execute(context, resuming)``: make the outputs, resuming an interrupted attempt or starting afresh."""
+    skip: Callable[[], str] = field(default=lambda: "")
+    """Why the stage cannot run here ("" when it can): it is said, left unrecorded and tried on the next run."""
+
+
+def _quoted(text: str | Path) -> str:
+    """A Python string literal in double quotes, so that the shell command around it quotes simply."""
+    return json.dumps(str(text))
+
+
+def bgtrain_words(words: Words) -> Words:
+    return ["bgtrain", *words]
+
+
+def plan_stages(plan: GenerationConfig, options: RunOptions) -> list[Stage]:
+    """Every stage of ``plan``, in the order they run."""
+    threads = [] if options.threads is None else ["--threads", str(options.threads)]
+    stages = [_dataset_stage(plan, entry, threads, options) for entry in plan.datasets]
+    stages += [_relabel_stage(plan, entry, threads) for entry in plan.relabel]
+    stages += [_plays_stage(plan, entry, threads) for entry in plan.plays]
+    networks = plan.networks()
+    stages += [_init_stage(plan, phase, member, key) for phase, member, key in networks
+               if plan.phases[phase][member].init_member >= 0]
+    stages += [_train_stage(plan, phase, member, key, threads) for phase, member, key in networks]
+    stages.append(_combine_stage(plan))
+    if plan.benchmark.enabled:
+        stages.append(_benchmark_stage(plan, threads))
+    stages += [_bench_stage(plan, entry, threads, options) for entry in plan.head_to_head]
+    return stages
+
+
+def model_path(plan: GenerationConfig) -> Path:
+    """The generation's model inside its directory (shipped to ``[generation] model`` at the end)."""
+    return plan.generation.home / "model.pt"
+
+
+def run_directory(plan: GenerationConfig, phase: str, member: int = 0) -> Path:
+    return plan.phase_training(phase, member).run_dir
+
+
+def bench_json(plan: GenerationConfig, entry: HeadToHeadSection) -> Path:
+    return plan.generation.home / "results" / f"bench-{entry.label}.json"
+
+
+def benchmark_json(plan: GenerationConfig) -> Path:
+    return plan.generation.home / "results" / "benchmark.json"
+
+
+def _dataset_stage(plan: GenerationConfig, entry: DatasetSection, threads: Words, options: RunOptions) -> Stage:
+    out = plan.dataset_path(entry.name)
+    words = ["dataset", "generate", "--model", entry.model or plan.generation.self_play_model, "--out", str(out),
+             "--positions", str(entry.positions), "--shard-size", str(entry.shard_size), "--games", str(entry.games),
+             "--seed", str(entry.seed), "--sample-rate", repr(entry.sample_rate), "--epsilon", repr(entry.epsilon),
+             "--temperature", repr(entry.temperature), "--select-ply", str(entry.select_ply),
+             "--select-threshold", repr(entry.select_threshold), "--keep-agreeing", repr(entry.keep_agreeing),
+             "--labeller", entry.labeller]
+    if entry.kinds:
+        words += ["--kinds", ",".join(entry.kinds)]
+    words += [*threads, "--no-progress"]
+
+    def execute(context: Context, resuming: bool) -> None:
+        # A rerun of the same command keeps every complete shard, whether or not this is a resume.
+        context.run(words + list(options.executor))
+
+    return Stage(f"dataset:{entry.name}", (bgtrain_words(words),), (out,), execute)
+
+
+def _relabel_stage(plan: GenerationConfig, entry: RelabelSection, threads: Words) -> Stage:
+    out = plan.dataset_path(entry.name)
+    words = ["dataset", "relabel", str(plan.dataset_path(entry.source)), "--out", str(out),
+             "--model", entry.model or plan.generation.labelling_model, "--labeller", entry.labeller]
+    if entry.kinds:
+        words += ["--kinds", ",".join(entry.kinds)]
+    words += [*threads, "--no-progress"]
+    return Stage(f"relabel:{entry.name}", (bgtrain_words(words),), (out,),
+                 lambda context, resuming: context.run(words))
+
+
+def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words) -> Stage:
+    out = plan.dataset_path(entry.name)
+    words = ["dataset", "plays", str(plan.dataset_path(entry.source)), "--out", str(out),
+             "--model", entry.model or plan.generation.labelling_model, "--labeller", entry.labeller,
+             *entry.arguments, *threads, "--no-progress"]
+
+    def execute(context: Context, resuming: bool) -> None:
+        import importlib.util
+
+        # The builder lives in bgtrain/datasets/plays.py where this version of bgtrain has it.
+        if importlib.util.find_spec("bgtrain.datasets.plays") is None:
+            raise ValueError(f"[[plays]] {entry.name}: this version of bgtrain has no `bgtrain dataset plays`")
+        context.run(words)
+
+    return Stage(f"plays:{entry.name}", (bgtrain_words(words),), (out,), execute)
+
+
+def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> Stage:
+    section = plan.phases[phase][member]
+    out = plan.init_path(key)
+    code = ("from bgtrain.training.distillation import write_member; "
+            f"write_member({_quoted(section.init_from)}, {_quoted(phase)}, {section.init_member}, {_quoted(out)})")
+
+    def execute(context: Context, resuming: bool) -> None:
+        from bgtrain.training.distillation import write_member
+
+        context.call(code, lambda: write_member(section.init_from, phase, section.init_member, out))
+
+    return Stage(f"init:{key}", (["python", "-c", code],), (out,), execute)
+
+
+def _train_stage(plan: GenerationConfig, phase: str, member: int, key: str, threads: Words) -> Stage:
+    config = plan.phase_training(phase, member)
+    config_file = plan.generation.home / "configs" / f"{key}.toml"
+    run_dir = config.run_dir
+    words = ["train", "--config", str(config_file), *threads, "--no-progress"]
+
+    def execute(context: Context, resuming: bool) -> None:
+        atomic_write(config_file, f"# {key} network of generation {plan.generation.name} (scripts/generation.py)\n"
+                     + to_toml_text(config))
+        if resuming and (run_dir / "final.pt").is_file():
+            return  # finished before the stop, not yet recorded
+        if resuming and (run_dir / "latest.pt").is_file():
+            context.run(["train", "--resume", str(run_dir / "latest.pt"), *threads, "--no-progress"])
+            return
+        # Afresh: an attempt killed before its first checkpoint, or a run made from inputs that changed.
+        context.run(words + (["--overwrite"] if run_dir.exists() else []))
+
+    return Stage(f"train:{key}", (bgtrain_words(words),), (run_dir / "final.pt",), execute)
+
+
+def _combine_stage(plan: GenerationConfig) -> Stage:
+    # A phase's checkpoint, or the list of its ensemble's (combine_checkpoints takes either).
+    finals: list[str | list[str]] = []
+    for phase in PHASE_NAMES:
+        paths = [str(run_directory(plan, phase, member) / "final.pt") for member in range(len(plan.phases[phase]))]
+        finals.append(paths[0] if len(paths) == 1 else paths)
+    out = model_path(plan)
+    code = ("from bgtrain.model.combine import combine_checkpoints; "
+            f"combine_checkpoints({', '.join(json.dumps(final) for final in finals)}, {_quoted(out)})")
+
+    def execute(context: Context, resuming: bool) -> None:
+        from bgtrain.model.combine import combine_checkpoints
+
+        context.call(code, lambda: combine_checkpoints(*finals, out))
+
+    return Stage("combine", (["python", "-c", code],), (out,), execute)
+
+
+def _benchmark_stage(plan: GenerationConfig, threads: Words) -> Stage:
+    section, out = plan.benchmark, benchmark_json(plan)
+    words = ["benchmark", str(model_path(plan)), *section.against]
+    if section.decision_class:
+        words += ["--class", section.decision_class]
+    if section.data:
+        words += ["--data", section.data]
+    words += ["--json", str(out), *threads]
+    return Stage("benchmark", (bgtrain_words(words),), (out,), lambda context, resuming: context.run(words))
+
+
+def _bench_stage(plan: GenerationConfig, entry: HeadToHeadSection, threads: Words, options: RunOptions) -> Stage:
+    out = bench_json(plan, entry)
+    work = out.with_name(out.stem + "-work")
+    agent = str(model_path(plan)) + (f":{entry.ply}ply" if entry.ply else "")
+    words = ["bench", agent, entry.opponent, "--games", str(entry.games), "--seed", str(entry.seed),
+             "--json", str(out), "--work-dir", str(work), *threads]
+
+    def execute(context: Context, resuming: bool) -> None:
+        if not resuming and work.exists():
+            shutil.rmtree(work)  # games of an earlier model: a fresh stage plays them all again
+        work.parent.mkdir(parents=True, exist_ok=True)
+        context.run(words + list(options.executor))
+
+    def skip() -> str:
+        if not entry.opponent.startswith("gnubg:"):
+            return ""
+        import importlib.util
+
+        if any(importlib.util.find_spec(module) for module in ("gnubg_nn", "gnubg")):
+            return ""
+        return f"{entry.opponent} needs GNU Backgammon's bindings (pip install gnubg-nn)"
+
+    return Stage(f"bench:{entry.label}", (bgtrain_words(words),), (out,), execute, skip)

@@ -1,0 +1,287 @@
+"""scripts/generation.py and bgtrain.generation: the tiny plan end to end (configs/generation/tiny.toml),
+stopped after a stage and resumed without redoing what finished, a stage that was running resumed, a changed
+plan refused, a plan's mistakes refused in one line, and --executor ray given to the commands that take it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from bgtrain.cli import main as bgtrain_main
+from bgtrain.directory_lock import directory_lock
+from bgtrain.generation.config import load_plan, plan_from_dict
+from bgtrain.generation.runner import run_generation as run_plan
+from bgtrain.generation.runner import stage_names
+from bgtrain.generation.stages import Context, RunOptions, StageFailed, plan_stages
+from bgtrain.generation.state import STATE_FILE, file_sha256
+from bgtrain.model.loading import load_model
+from bgtrain.model.phases import PhaseNetwork
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT / "configs" / "generation" / "tiny.toml"
+
+
+def tiny_data(directory: Path) -> dict:
+    data = tomllib.loads(TINY.read_text())
+    data["generation"].update(directory=str(directory), model=str(directory / "tiny.pt"),
+                              lineage=str(directory / "tiny.json"))
+    return data
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("generation_script", ROOT / "scripts" / "generation.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+class Recorder:
+    """Runs each bgtrain command in this process (or only records it), keeping the words of each."""
+
+    def __init__(self, really: bool = True) -> None:
+        self.commands: list[list[str]] = []
+        self.really = really
+
+    def __call__(self, words: list[str]) -> int:
+        self.commands.append(list(words))
+        return bgtrain_main(words) if self.really else 0
+
+    def names(self) -> list[str]:
+        return [" ".join(words[:2]) for words in self.commands]
+
+
+def run(plan, launch, lines=None, **options):
+    return run_plan(plan, str(TINY), launch, RunOptions(threads=1), echo=(lines.append if lines is not None else print),
+                    **options)
+
+
+@pytest.fixture(scope="module")
+def generation(tmp_path_factory):
+    """The tiny generation, run in two starts: stopped after its dataset, then to the end."""
+    directory = tmp_path_factory.mktemp("generation") / "tiny"
+    plan = plan_from_dict(tiny_data(directory))
+    first, second, lines = Recorder(), Recorder(), []
+    state = run(plan, first, lines, stop_after="dataset:selfplay-s1")
+    assert [record["name"] for record in state.stages] == ["dataset:selfplay-s1"]
+    run(plan, second, lines)
+    return plan, directory, first, second, lines
+
+
+def test_tiny_generation_end_to_end(generation):
+    _plan, directory, first, second, lines = generation
+    assert first.names() == ["dataset generate"]
+    # The second start skipped the finished dataset and ran every other command once.
+    assert second.names() == ["dataset relabel", "train --config", "train --config", "train --config",
+                              "benchmark " + str(directory / "model.pt"), *["bench " + str(directory / "model.pt")] * 3]
+    assert any(line.startswith("$ bgtrain dataset generate --model checkpoints/bgtrain-default.pt") for line in lines)
+    assert any(line.startswith("$ python -c ") and "write_member" in line for line in lines)
+    assert "[dataset:selfplay-s1] finished earlier" in "\n".join(lines)
+
+    model = load_model(directory / "tiny.pt").model
+    assert isinstance(model, PhaseNetwork)
+    assert model.phases["race"].model_args()["encoder"] == "gnubg_race"  # started from the distilled member
+    lineage = json.loads((directory / "tiny.json").read_text())
+    assert lineage["sha256"] == file_sha256(directory / "tiny.pt")
+    assert lineage["self_play_model"]["sha256"] == file_sha256(ROOT / "checkpoints" / "bgtrain-default.pt")
+    assert lineage["datasets"]["selfplay-s1"]["manifest"]["positions"] == 400
+    assert lineage["relabelled"]["relabelled-s1"]["manifest"]["relabelled"]["kinds"] == ["crashed", "race"]
+    assert set(lineage["networks"]) == {"contact", "crashed", "race"}
+    for phase, network in lineage["networks"].items():
+        assert network["epochs"] == 2 and network["sha256"] == file_sha256(directory / "runs" / f"tiny-{phase}" / "final.pt")
+    assert "write_member" in lineage["networks"]["race"]["init_commands"][0]
+    resolved = lineage["networks"]["race"]["resolved_config"]["supervised"]
+    assert resolved["kinds"] == ["race"] and resolved["init_from"] == str(directory / "init" / "race.pt")
+    rates = lineage["benchmark"]["results"]["error_rates"]
+    assert {rate["position_class"] for rate in rates} == {"race"} and len(rates) == 2
+    bench = {row["opponent"]: row for row in lineage["head_to_head"]}
+    assert set(bench) == {"checkpoints/bgtrain-default.pt", "pubeval", "gnubg:0ply"}
+    gnubg = importlib.util.find_spec("gnubg_nn") or importlib.util.find_spec("gnubg")
+    for opponent, row in bench.items():
+        if opponent.startswith("gnubg") and not gnubg:
+            assert "gnubg-nn" in row["skipped"]
+            continue
+        assert row["result"]["games"] == 8 and -3 <= row["points_per_game"] <= 3 and row["interval95"] > 0
+    assert [stage["name"] for stage in lineage["stages"]] == lineage["stage_order"][: len(lineage["stages"])]
+
+
+def test_a_finished_generation_runs_nothing_again(generation):
+    plan, _directory, *_ = generation
+    again = Recorder(really=False)
+    state = run(plan, again)
+    assert again.commands == []
+    assert state.running is None and [stage["name"] for stage in state.stages] == stage_names(plan, RunOptions(threads=1))
+
+
+def test_the_stage_that_was_running_resumes_and_later_stages_run_again(generation):
+    plan, directory, *_ = generation
+    state_file = directory / STATE_FILE
+    state = json.loads(state_file.read_text())
+    names = [stage["name"] for stage in state["stages"]]
+    # As if killed while the race network trained: its record and every later one not yet written.
+    state["stages"] = state["stages"][: names.index("train:race")]
+    state["running"] = "train:race"
+    (directory / "runs" / "tiny-race" / "final.pt").unlink()
+    state_file.write_text(json.dumps(state))
+    recorder = Recorder()
+    run(plan, recorder, stop_after="combine")
+    assert recorder.commands[0][:3] == ["train", "--resume", str(directory / "runs" / "tiny-race" / "latest.pt")]
+    assert len(recorder.commands) == 1  # combine is a library call; nothing before train:race ran again
+    # An output changed behind the state's back: that stage and every later one run again.
+    (directory / "results" / "benchmark.json").write_text("{}")
+    recorder = Recorder(really=False)
+    run(plan, recorder, stop_after="benchmark")
+    assert recorder.names() == ["benchmark " + str(directory / "model.pt")]
+
+
+def test_a_changed_plan_is_refused_in_its_directory(generation):
+    _plan, directory, *_ = generation
+    data = tiny_data(directory)
+    data["head_to_head"][0]["games"] = 10
+    with pytest.raises(ValueError, match="another generation plan"):
+        run(plan_from_dict(data), Recorder(really=False))
+
+
+def test_a_failed_command_names_its_stage(tmp_path):
+    plan = plan_from_dict(tiny_data(tmp_path / "gen"))
+    with pytest.raises(StageFailed, match="dataset:selfplay-s1 stopped with status 130") as failed:
+        run(plan, lambda words: 130)
+    assert failed.value.status == 130
+    assert json.loads((tmp_path / "gen" / STATE_FILE).read_text())["running"] == "dataset:selfplay-s1"
+
+
+def test_executor_goes_to_generate_and_bench_only(tmp_path):
+    plan = plan_from_dict(tiny_data(tmp_path / "gen"))
+    options = RunOptions(threads=1, executor=("--executor", "ray", "--address", "auto"))
+    recorder = Recorder(really=False)
+    context = Context(plan, options, recorder, echo=lambda line: None)
+    stages = {stage.name: stage for stage in plan_stages(plan, options)}
+    for name in ("dataset:selfplay-s1", "relabel:relabelled-s1", "benchmark", "bench:pubeval"):
+        stages[name].execute(context, False)
+    with_ray = {" ".join(words[:2]): "--executor" in words for words in recorder.commands}
+    assert with_ray == {"dataset generate": True, "dataset relabel": False, "benchmark " + str(tmp_path / "gen" / "model.pt"): False,
+                        "bench " + str(tmp_path / "gen" / "model.pt"): True}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda data: data["generation"].update(colour="white"), "unknown key 'colour' in [generation]"),
+    (lambda data: data["phases"]["race"].update(epochs="many"), "[phases.race] epochs: expected int"),
+    (lambda data: data["phases"].pop("crashed"), "[phases.crashed] is missing"),
+    (lambda data: data["phases"]["contact"].update(datasets=["nowhere"]), "'nowhere' is no dataset of this plan"),
+    (lambda data: data["datasets"][0].update(labeller="ply2"), "must be ply:N or rollout"),
+    (lambda data: data["phases"]["contact"].update(lr_schedule="wavy"), "[supervised] lr_schedule"),
+    (lambda data: data.update(extra={}), "unknown section [extra]"),
+    (lambda data: data["phases"]["contact"].update(init_from="network:race"), "name a network trained before"),
+])
+def test_plan_mistakes_are_refused_by_name(tmp_path, change, message):
+    data = tiny_data(tmp_path)
+    change(data)
+    with pytest.raises(ValueError) as refused:
+        plan_from_dict(data)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_script_says_a_mistake_in_one_line_with_status_2(tmp_path, capsys):
+    script = load_script()
+    config = tmp_path / "bad.toml"
+    config.write_text(TINY.read_text().replace('name = "tiny"', 'name = "tiny"\ncolour = "white"', 1))
+    assert script.main(["--config", str(config)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "unknown key 'colour' in [generation]" in error
+    assert script.main(["--config", str(TINY), "--stop-after", "nothing", "--in-process"]) == 2
+    assert "no such stage" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["gen9", "distilled", "gen8"])
+def test_the_real_plans_read_with_every_network_trained_and_shipped(name):
+    plan = load_plan(ROOT / "configs" / "generation" / f"{name}.toml")
+    names = stage_names(plan, RunOptions())
+    assert {f"train:{key}" for _, _, key in plan.networks()} | {"combine", "benchmark", "ship"} <= set(names)
+    if name == "gen8":  # three networks a phase; the crashed ones start from networks trained before them
+        assert [key for _, _, key in plan.networks()][3:6] == ["crashed.0", "crashed.1", "crashed.2"]
+        assert plan.start("crashed", 1) == str(plan.generation.home / "runs" / "gen8-crashed.0" / "final.pt")
+    else:  # students start from generation 8's members
+        assert {"init:contact", "init:crashed", "init:race"} <= set(names)
+        assert all(plan.phases[phase][0].init_from == "checkpoints/bgtrain-supervised.pt" for phase in plan.phases)
+
+
+def test_one_process_a_generation(tmp_path):
+    plan = plan_from_dict(tiny_data(tmp_path / "gen"))
+    with (directory_lock(tmp_path / "gen", "generation.lock", "scripts/generation.py"),
+          pytest.raises(ValueError, match="in use by another scripts/generation.py process")):
+        run(plan, Recorder(really=False))
+
+
+def test_a_command_in_a_child_process_gives_its_status(tmp_path):
+    assert load_script().in_subprocess(["dataset", "info", str(tmp_path / "none")]) == 2
+
+
+def test_the_plays_hook_runs_bgtrain_dataset_plays_where_there_is_one(tmp_path, monkeypatch):
+    data = tiny_data(tmp_path / "gen")
+    data["plays"] = [{"name": "plays-s1", "source": "selfplay-s1", "arguments": ["--top", "6"]}]
+    data["phases"]["contact"]["datasets"] = ["selfplay-s1", "plays-s1"]
+    plan = plan_from_dict(data)
+    stage = {stage.name: stage for stage in plan_stages(plan, RunOptions())}["plays:plays-s1"]
+    recorder = Recorder(really=False)
+    context = Context(plan, RunOptions(), recorder, echo=lambda line: None)
+    datasets = tmp_path / "gen" / "datasets"
+    expected = ["dataset", "plays", str(datasets / "selfplay-s1"), "--out", str(datasets / "plays-s1"),
+                "--model", "checkpoints/bgtrain-default.pt", "--labeller", "ply:0", "--top", "6", "--no-progress"]
+    assert stage.commands == (["bgtrain", *expected],)
+    present = importlib.util.find_spec("bgtrain.datasets.plays") is not None
+    if not present:
+        with pytest.raises(ValueError, match="has no `bgtrain dataset plays`"):
+            stage.execute(context, False)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    stage.execute(context, False)
+    assert recorder.commands == [expected]
+    data["plays"][0]["source"] = "plays-s1"
+    with pytest.raises(ValueError, match="no dataset given before it"):
+        plan_from_dict(data)
+
+
+def test_gnubg_opponents_are_skipped_without_its_bindings(tmp_path, monkeypatch):
+    plan = plan_from_dict(tiny_data(tmp_path / "gen"))
+    stages = {stage.name: stage for stage in plan_stages(plan, RunOptions())}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert "pip install gnubg-nn" in stages["bench:gnubg-0ply"].skip()
+    assert stages["bench:pubeval"].skip() == ""
+
+
+def test_a_damaged_state_file_is_refused_in_one_line(tmp_path):
+    plan = plan_from_dict(tiny_data(tmp_path / "gen"))
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / STATE_FILE).write_text("{not json")
+    with pytest.raises(ValueError, match="not a generation state file") as refused:
+        run(plan, Recorder(really=False))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
+    """[[phases.crashed]] twice: two trainings, one started from the plan's contact network, one from a
+    member of a phase model, combined into the phase's ensemble (on the finished generation's datasets, named by path: no dataset stage)."""
+    _plan, finished, *_ = generation
+    data = tiny_data(tmp_path / "gen")
+    datasets = finished / "datasets"
+    data.update(datasets=[], relabel=[], head_to_head=[], benchmark={"enabled": False})
+    data["phases"]["contact"]["datasets"] = [str(datasets / "selfplay-s1")]
+    data["phases"]["race"]["datasets"] = [str(datasets / "relabelled-s1")]
+    crashed = {**data["phases"]["crashed"], "datasets": [str(datasets / "relabelled-s1")],
+               "init_from": "network:contact"}
+    data["phases"]["crashed"] = [crashed, {**crashed, "seed": 7, "encoder": "gnubg_contact", "hidden": [512],
+                                           "init_from": "checkpoints/bgtrain-distilled.pt", "init_member": 0,
+                                           "epochs": 1}]
+    plan = plan_from_dict(data)
+    assert stage_names(plan, RunOptions()) == ["init:crashed.1", "init:race", "train:contact", "train:crashed.0",
+                                               "train:crashed.1", "train:race", "combine", "ship"]
+    run(plan, Recorder())
+    model = load_model(tmp_path / "gen" / "tiny.pt").model
+    members = model.phases["crashed"].members
+    assert [member.model_args()["hidden"] for member in members] == [[8], [512]]
+    lineage = json.loads((tmp_path / "gen" / "tiny.json").read_text())
+    assert set(lineage["networks"]) == {"contact", "crashed.0", "crashed.1", "race"}
+    assert lineage["networks"]["crashed.1"]["phase"] == "crashed" and lineage["networks"]["crashed.1"]["epochs"] == 1
+    assert lineage["networks"]["crashed.0"]["start"] == str(tmp_path / "gen" / "runs" / "tiny-contact" / "final.pt")
