@@ -219,9 +219,9 @@ def test_a_command_in_a_child_process_gives_its_status(tmp_path):
     assert load_script().in_subprocess(["dataset", "info", str(tmp_path / "none")]) == 2
 
 
-def test_the_plays_hook_runs_bgtrain_dataset_plays_where_there_is_one(tmp_path, monkeypatch):
+def test_a_plays_dataset_runs_bgtrain_dataset_plays(tmp_path):
     data = tiny_data(tmp_path / "gen")
-    data["plays"] = [{"name": "plays-s1", "source": "selfplay-s1", "arguments": ["--top", "6"]}]
+    data["plays"] = [{"name": "plays-s1", "source": "selfplay-s1", "top": 4, "seed": 9}]
     data["phases"]["contact"]["datasets"] = ["selfplay-s1", "plays-s1"]
     plan = plan_from_dict(data)
     stage = {stage.name: stage for stage in plan_stages(plan, RunOptions())}["plays:plays-s1"]
@@ -229,17 +229,16 @@ def test_the_plays_hook_runs_bgtrain_dataset_plays_where_there_is_one(tmp_path, 
     context = Context(plan, RunOptions(), recorder, echo=lambda line: None)
     datasets = tmp_path / "gen" / "datasets"
     expected = ["dataset", "plays", str(datasets / "selfplay-s1"), "--out", str(datasets / "plays-s1"),
-                "--model", "checkpoints/bgtrain-default.pt", "--labeller", "ply:0", "--top", "6", "--no-progress"]
+                "--model", "checkpoints/bgtrain-default.pt", "--labeller", "ply:0", "--top", "4", "--others", "3.0",
+                "--seed", "9", "--no-progress"]
     assert stage.commands == (["bgtrain", *expected],)
-    present = importlib.util.find_spec("bgtrain.datasets.plays") is not None
-    if not present:
-        with pytest.raises(ValueError, match="has no `bgtrain dataset plays`"):
-            stage.execute(context, False)
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     stage.execute(context, False)
     assert recorder.commands == [expected]
     data["plays"][0]["source"] = "plays-s1"
     with pytest.raises(ValueError, match="no dataset given before it"):
+        plan_from_dict(data)
+    data["plays"][0].update(source="selfplay-s1", top=0)
+    with pytest.raises(ValueError, match="top must be >= 1"):
         plan_from_dict(data)
 
 

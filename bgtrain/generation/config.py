@@ -128,24 +128,27 @@ class RelabelSection:
 
 @dataclass(frozen=True)
 class PlaysSection:
-    """The hook for candidate-play datasets (``bgtrain dataset plays``, ``bgtrain/datasets/plays.py``): the
-    stage runs ``bgtrain dataset plays SOURCE --out DIR --model M --labeller L ARGUMENTS...`` and is refused,
-    in one line, by a bgtrain that has no such command."""
+    """A dataset of the positions after the plays a model ranks (``bgtrain dataset plays``,
+    ``bgtrain/datasets/plays.py``): for each position of ``source``, a roll, its ``top`` best plays by the
+    labelling model's 0-ply and about ``others`` more, labelled by ``labeller``."""
 
     name: str = ""
     source: str = ""
     """A dataset of this plan by name, or a dataset directory (a path with '/'), whose positions are used."""
     labeller: str = "ply:0"
     model: str = ""
-    """The labelling model; default ``[generation] labelling_model``."""
-    arguments: tuple[str, ...] = ()
-    """Further words for the command as written (``["--top", "6", "--seed", "202"]``)."""
+    """The model that ranks the plays and labels; default ``[generation] labelling_model``."""
+    top: int = 6
+    others: float = 3.0
+    seed: int = 1
 
     def __post_init__(self) -> None:
         _name("plays", self.name)
         if not self.source:
             raise ValueError(f"[plays] {self.name}: source: the dataset whose positions are used is required")
         _labeller("plays", self.labeller)
+        if self.top < 1 or self.others < 0:
+            raise ValueError(f"[plays] {self.name}: top must be >= 1 and others >= 0, not {self.top} and {self.others}")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ makes one output, and what it takes to resume it.
 
     dataset:NAME      bgtrain dataset generate   (resumes: complete shards are kept)
     relabel:NAME      bgtrain dataset relabel    (resumes likewise)
-    plays:NAME        bgtrain dataset plays      (candidate plays; where this bgtrain has the command)
+    plays:NAME        bgtrain dataset plays      (the positions after the plays a model ranks)
     init:KEY          write_member: one network of a phase model, the start of a student
     train:KEY         bgtrain train              (resumes with --resume latest.pt)
     combine           combine_checkpoints: the phase model
@@ -165,17 +165,10 @@ def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words) ->
     out = plan.dataset_path(entry.name)
     words = ["dataset", "plays", str(plan.dataset_path(entry.source)), "--out", str(out),
              "--model", entry.model or plan.generation.labelling_model, "--labeller", entry.labeller,
-             *entry.arguments, *threads, "--no-progress"]
-
-    def execute(context: Context, resuming: bool) -> None:
-        import importlib.util
-
-        # The builder lives in bgtrain/datasets/plays.py where this version of bgtrain has it.
-        if importlib.util.find_spec("bgtrain.datasets.plays") is None:
-            raise ValueError(f"[[plays]] {entry.name}: this version of bgtrain has no `bgtrain dataset plays`")
-        context.run(words)
-
-    return Stage(f"plays:{entry.name}", (bgtrain_words(words),), (out,), execute)
+             "--top", str(entry.top), "--others", str(entry.others), "--seed", str(entry.seed),
+             *threads, "--no-progress"]
+    return Stage(f"plays:{entry.name}", (bgtrain_words(words),), (out,),
+                 lambda context, resuming: context.run(words))
 
 
 def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> Stage:
