@@ -284,3 +284,19 @@ def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
     assert set(lineage["networks"]) == {"contact", "crashed.0", "crashed.1", "race"}
     assert lineage["networks"]["crashed.1"]["phase"] == "crashed" and lineage["networks"]["crashed.1"]["epochs"] == 1
     assert lineage["networks"]["crashed.0"]["start"] == str(tmp_path / "gen" / "runs" / "tiny-contact" / "final.pt")
+
+
+def test_a_network_out_of_the_model_is_a_step_a_later_one_starts_from(tmp_path):
+    """A distillation's first round: trained, started from by the next network, left out of the model."""
+    data = tiny_data(tmp_path / "gen")
+    first = {**data["phases"]["crashed"], "in_model": False}
+    data["phases"]["crashed"] = [first, {**first, "in_model": True, "init_from": "network:crashed.0", "seed": 9}]
+    plan = plan_from_dict(data)
+    stages = {stage.name: stage for stage in plan_stages(plan, RunOptions())}
+    assert {"train:crashed.0", "train:crashed.1"} <= set(stages)
+    combine = " ".join(stages["combine"].commands[0])
+    assert "tiny-crashed.1/final.pt" in combine and "tiny-crashed.0" not in combine
+    assert plan.start("crashed", 1).endswith("tiny-crashed.0/final.pt")
+    data["phases"]["crashed"][1]["in_model"] = False
+    with pytest.raises(ValueError, match=r"\[phases.crashed\]: every network has in_model = false"):
+        plan_from_dict(data)

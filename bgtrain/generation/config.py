@@ -183,6 +183,9 @@ class PhaseSection:
     check_games: int = 200
     """Games against pubeval at the end of the training (the training's own check; the head-to-head
     stages are the generation's)."""
+    in_model: bool = True
+    """Whether the network is one of its phase's in the model; false for a step that a later network of
+    the plan starts from (``init_from = "network:KEY"``), such as a first round of a distillation."""
 
 
 @dataclass(frozen=True)
@@ -418,6 +421,9 @@ def _check_references(plan: GenerationConfig) -> None:
             if section.init_member >= 0:
                 raise ValueError(f"[phases.{key}] init_member: a network of this plan is a single network")
         phase_training_config(plan, phase, member)  # the training config's own checks, now
+    for phase, members in plan.phases.items():
+        if not any(section.in_model for section in members):
+            raise ValueError(f"[phases.{phase}]: every network has in_model = false; the model needs one")
     labels = [entry.label for entry in plan.head_to_head]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:

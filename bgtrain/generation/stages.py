@@ -209,7 +209,8 @@ def _combine_stage(plan: GenerationConfig) -> Stage:
     # A phase's checkpoint, or the list of its ensemble's (combine_checkpoints takes either).
     finals: list[str | list[str]] = []
     for phase in PHASE_NAMES:
-        paths = [str(run_directory(plan, phase, member) / "final.pt") for member in range(len(plan.phases[phase]))]
+        paths = [str(run_directory(plan, phase, member) / "final.pt")
+                 for member, section in enumerate(plan.phases[phase]) if section.in_model]
         finals.append(paths[0] if len(paths) == 1 else paths)
     out = model_path(plan)
     code = ("from bgtrain.model.combine import combine_checkpoints; "
