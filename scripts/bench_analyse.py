@@ -1,6 +1,6 @@
 """Throughput of ``bgtrain analyse``: decisions analysed per second over a folder of match files.
 
-    bgtrain bench checkpoints/bgtrain-supervised.pt pubeval --match 5 --games 100 --save-games /tmp/matches
+    bgtrain bench checkpoints/bgtrain-distilled.pt pubeval --match 5 --games 100 --save-games /tmp/matches
     python scripts/bench_analyse.py /tmp/matches [--model M] [--ply 0] [--runs 3] [--threads 1]
 
 Each run reads and analyses every file of the folder (``bgtrain.analysis.summary.analyse_files``: all
@@ -27,7 +27,7 @@ LUCK = ("none", "static", "rolls")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", help="a folder of .mat files (bgtrain bench --save-games DIR)")
-    parser.add_argument("--model", default="checkpoints/bgtrain-supervised.pt")
+    parser.add_argument("--model", default="checkpoints/bgtrain-distilled.pt")
     parser.add_argument("--ply", type=int, default=0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)

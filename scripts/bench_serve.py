@@ -85,7 +85,7 @@ async def level(port: int, clients: int, seconds: float, limit: int, ply: int) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="checkpoints/bgtrain-supervised.pt")
+    parser.add_argument("--model", default="checkpoints/bgtrain-distilled.pt")
     parser.add_argument("--ply", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=10.0, help="time bound per level (default 10)")
     parser.add_argument("--requests", type=int, default=2000, help="count bound per level (default 2000)")

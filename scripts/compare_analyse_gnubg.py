@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--ply", type=int, default=0, help="bgtrain's analysis ply (default 0)")
     parser.add_argument("--gnubg-ply", type=int, default=0, help="gnubg's analysis ply (default 0)")
-    parser.add_argument("--model", default="checkpoints/bgtrain-supervised.pt")
+    parser.add_argument("--model", default="checkpoints/bgtrain-distilled.pt")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", help="write the comparison as JSON here")
     parser.add_argument("--gnubg-json", help="gnubg's analysis saved by an earlier run (skips running gnubg)")

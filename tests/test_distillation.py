@@ -72,7 +72,7 @@ def test_a_widened_student_computes_what_it_did_and_its_new_units_train(tmp_path
     torch.testing.assert_close(wide.evaluate(boards()), narrow.evaluate(boards()), rtol=0, atol=1e-6)
     # The new units see the inputs (their input weights are not zero), so a gradient step moves their
     # output weights: the function changes from there.
-    assert float(wide.hidden_layers[0].weight[16:].abs().sum()) > 0
+    assert float(wide.hidden_layers[0].weight.detach()[16:].abs().sum()) > 0
     wide.forward(boards()).sum().backward()
     assert float(wide.output_layer.weight.grad[:, 16:].abs().sum()) > 0
     with pytest.raises(ValueError, match="not more than the network's 16"):

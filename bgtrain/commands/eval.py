@@ -16,8 +16,9 @@ bear-offs of up to 6 checkers a side, where it is exact (``bgtrain.values.bearof
 
 ``--ply N`` searches N plies deep (GNU Backgammon's numbering: 0 is the network alone; 1 and 2 take
 a fraction of a second; every further ply costs about 20 times more). ``--model`` defaults to the
-``--variant``'s shipped model (``bgtrain.model.shipped``): ``checkpoints/bgtrain-supervised.pt``, the
-strongest model we ship, for backgammon, ``checkpoints/bgtrain-<variant>.pt`` for the others. ``--json`` prints one JSON object with the same content.
+``--variant``'s shipped model (``bgtrain.model.shipped``): ``checkpoints/bgtrain-distilled.pt`` for
+backgammon (generation 8 distilled into one network a phase, level with it; ``checkpoints/bgtrain-supervised.pt``,
+its three networks a phase, is an option), ``checkpoints/bgtrain-<variant>.pt`` for the others. ``--json`` prints one JSON object with the same content.
 Exact bear-off values come from the bear-off database, built once into the cache on first use.
 """
 
