@@ -20,7 +20,7 @@ from bgtrain.outcomes import cubeless_equity
 from bgtrain.training.config import Config
 from bgtrain.training.pruning import PruningTraining, attach_pruning, fit_pruning_networks
 from bgtrain.values.evaluator import Evaluator
-from bgtrain.values.pruning import PlayPruning, pruned_best_plays
+from bgtrain.values.pruning import PlayPruning, pruned_best_plays, pruning_scores
 from bgtrain.values.static_value import NetworkValue, StaticValue
 from engine.dice import ALL_ROLLS
 from engine.movegen import legal_afterstates, rank_per_position
@@ -86,7 +86,7 @@ def test_a_pruned_reply_is_legal_among_the_pruning_best_and_the_models_best_of_t
     boards = positions.repeat_interleave(len(ALL_ROLLS), 0)
     afterstates = legal_afterstates(boards, rolls.repeat(positions.shape[0], 1))
     full = StaticValue(NetworkValue(model))
-    cheap = StaticValue(NetworkValue(pruning))
+    cheap = NetworkValue(pruning)
     settings = PlayPruning(keep=3, more_than=8)
     choice, outcomes = pruned_best_plays(afterstates, full, cheap, settings, STANDARD)
     counts = afterstates.counts
@@ -94,7 +94,7 @@ def test_a_pruned_reply_is_legal_among_the_pruning_best_and_the_models_best_of_t
     rows = afterstates.offsets + choice
     # The same values, up to the rounding of a different batch.
     torch.testing.assert_close(outcomes, full.afterstates(afterstates.boards[rows]), rtol=0, atol=1e-6)
-    cheap_rank = rank_per_position(cubeless_equity(cheap.afterstates(afterstates.boards)), afterstates)
+    cheap_rank = rank_per_position(pruning_scores(cheap, afterstates.boards, STANDARD), afterstates)
     full_equity = cubeless_equity(full.afterstates(afterstates.boards))
     crowded = counts > settings.more_than
     assert bool(crowded.any()) and bool((~crowded).any())

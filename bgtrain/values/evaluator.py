@@ -139,10 +139,9 @@ class Evaluator:
         self.move_filter = move_filter
         self.deep_replies = deep_replies
         self.static = StaticValue(value, rules, bearoff, clamps, two_sided)
-        # The cheap stage of the pruned replies, with the same databases and clamps; None: no pruning.
+        # The cheap stage of the pruned replies (``bgtrain.values.pruning``); no networks: no pruning.
         self.play_pruning = play_pruning if pruning_networks is not None else None
-        self.pruning_static = (StaticValue(pruning_networks, rules, bearoff, clamps, two_sided)
-                               if self.play_pruning is not None else None)
+        self.pruning_networks = pruning_networks
 
     @classmethod
     def from_network(cls, network, rules: Rules = STANDARD, bearoff: BearoffDatabase | str | Path | bool | None = True,
@@ -293,7 +292,7 @@ class Evaluator:
         if self.deep_replies:
             _, values = self._select(afterstates, ply - 1, need_values=True)
         elif self.play_pruning is not None:
-            choice, chosen = pruned_best_plays(afterstates, self.static, self.pruning_static, self.play_pruning,
+            choice, chosen = pruned_best_plays(afterstates, self.static, self.pruning_networks, self.play_pruning,
                                                self.rules)
             values = chosen if ply == 1 else self._afterstate_outcomes(afterstates.select(choice), ply - 1)
         else:

@@ -9,10 +9,13 @@ the best of them by the full model's 0-ply is the reply. A roll with ``more_than
 valued in full, as without pruning. The defaults are GNU Backgammon's numbers: prune above 16 plays
 to the best 5.
 
-Both stages are ``StaticValue``s with the evaluator's databases and clamps, so a play that bears off
-the last checker or a bear-off the database covers is ranked by its exact value in both, and pruning
-can only differ from the full choice where the pruning networks misrank the model's best play below
-``keep``. The root's move filter is not pruned: it ranks every legal play by the full model.
+The full stage is the evaluator's ``StaticValue`` (databases, clamps, exact ends), so pruning can only
+differ from the exact choice where the pruning networks rank the model's best play below ``keep``. The
+cheap stage is the bare pruning networks, except that a play bearing off the last checker ranks first:
+the databases' lookups and the clamps cost twice the tiny networks themselves (measured: 11.1 ms
+against 3.6 ms for 900 plays), and a bear-off's few best by the race pruning network still reach the
+databases in the full stage. The root's move filter is not pruned: it ranks every legal play by the
+full model.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from dataclasses import dataclass
 
 import torch
 
-from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity
-from bgtrain.values.static_value import StaticValue, once_each
+from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
+from bgtrain.values.static_value import StaticValue, ValueFunction, once_each
 from engine.movegen import Afterstates, argmax_per_position, rank_per_position
+from engine.position_facts import mover_finished
 from engine.rules import Rules
 
 
@@ -46,7 +50,14 @@ class PlayPruning:
 GNU_PRUNING = PlayPruning()  # the evaluator's default (frozen: safe to share)
 
 
-def pruned_best_plays(afterstates: Afterstates, full: StaticValue, cheap: StaticValue, pruning: PlayPruning,
+def pruning_scores(cheap: ValueFunction, afterstates: torch.Tensor, rules: Rules) -> torch.Tensor:
+    """The cheap stage's ranking score of ``int8[N, 28]`` afterstates: the pruning networks' cubeless
+    equity for the side that played, +inf for a play that bore off the last checker: ``float32[N]``."""
+    equity = cubeless_equity(flip_outcomes(cheap.evaluate_flipped(afterstates).to(torch.float32)), rules)
+    return equity.masked_fill(mover_finished(afterstates), float("inf"))
+
+
+def pruned_best_plays(afterstates: Afterstates, full: StaticValue, cheap: ValueFunction, pruning: PlayPruning,
                       rules: Rules) -> tuple[torch.Tensor, torch.Tensor]:
     """Each position's best play at 0-ply among those pruning keeps (``int64[B]``, an index into its
     afterstates) and the full model's outcomes of it (``float32[B, 5]``, for the side that played).
@@ -59,9 +70,9 @@ def pruned_best_plays(afterstates: Afterstates, full: StaticValue, cheap: Static
     crowded = many.nonzero(as_tuple=True)[0]
     kept = ~many
     if crowded.numel():
-        # Rolls with few plays score +inf: they rank apart from the crowded ones and all stay.
-        cheap_score = torch.full((rows,), float("inf"), dtype=torch.float32, device=device)
-        cheap_score[crowded] = cubeless_equity(cheap.afterstates(afterstates.boards[crowded]), rules)
+        # Rows of rolls with few plays are not scored: every one of them stays.
+        cheap_score = torch.zeros(rows, dtype=torch.float32, device=device)
+        cheap_score[crowded] = pruning_scores(cheap, afterstates.boards[crowded], rules)
         kept |= rank_per_position(cheap_score, afterstates) < pruning.keep
     kept_rows = kept.nonzero(as_tuple=True)[0]
     outcomes = torch.zeros(rows, NUM_OUTCOMES, dtype=torch.float32, device=device)
