@@ -208,7 +208,9 @@ def main() -> None:
             ratios[f"unpruned_decision_{ply}ply_time_ratio"] = figures["bgtrain_unpruned"][key] / figures["gnubg_nn"][key]
             ratios[f"pruned_over_unpruned_{ply}ply"] = figures["bgtrain"][key] / figures["bgtrain_unpruned"][key]
 
-    print(f"model {model}, {args.threads} torch thread(s), medians of {args.repeats} alternating rounds")
+    pruning = evaluator.play_pruning
+    print(f"model {model}, {args.threads} torch thread(s), medians of {args.repeats} alternating rounds"
+          + (f"; its searches pruned to the best {pruning.keep} of more than {pruning.more_than} plays" if pruning else ""))
     print(f"{'':34}{'bgtrain':>14}{'gnubg-nn':>14}{'ratio':>10}")
     for ply in PLIES:
         key = f"decision_{ply}ply_ms"

@@ -196,3 +196,16 @@ def test_cli_prune_fits_attaches_and_eval_uses_it(tmp_path, capsys, checkpoint):
     assert "play_pruning" not in capsys.readouterr().out
     assert main(["prune", str(checkpoint), "--positions", str(directory), "--out", str(tmp_path / "x.onnx")]) == 2
     assert "named .pt" in capsys.readouterr().err
+
+
+def test_pruning_networks_travel_to_workers(tmp_path, checkpoint, pruning, positions):
+    from bgtrain.distributed.payloads import model_file_recipe, pruning_from_recipe
+    from bgtrain.distributed.rollouts import evaluator_from_recipe
+
+    assert pruning_from_recipe(model_file_recipe(checkpoint), "cpu") is None
+    path = attach_pruning(checkpoint, pruning, {}, tmp_path / "pruned.pt")
+    for in_process in (False, True):
+        recipe = model_file_recipe(path, in_process=in_process)
+        assert torch.equal(pruning_from_recipe(recipe, "cpu").evaluate(positions), pruning.evaluate(positions))
+    worker = evaluator_from_recipe(model_file_recipe(path), "cpu")
+    assert worker.play_pruning == PlayPruning()
