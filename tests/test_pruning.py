@@ -138,7 +138,7 @@ def test_a_damaged_pruning_entry_is_one_line(tmp_path, checkpoint):
     payload = load_checkpoint(checkpoint)
     payload[PRUNING] = {"model": {"kind": "phases", "phases": {}}, "weights": {}}
     save_checkpoint(tmp_path / "bad.pt", payload)
-    with pytest.raises(ValueError, match="pruning networks' weights do not fit"):
+    with pytest.raises(ValueError, match="pruning networks: weights do not fit"):
         load_model(tmp_path / "bad.pt")
     payload[PRUNING] = [1, 2]
     save_checkpoint(tmp_path / "bad.pt", payload)

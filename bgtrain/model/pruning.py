@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bgtrain.model.factory import PHASE_MODEL, model_from_args
+from bgtrain.model.checkpoint import network_from_checkpoint
+from bgtrain.model.factory import PHASE_MODEL
 from bgtrain.model.phases import PhaseNetwork
 
 PRUNING = "pruning"  # the checkpoint entry
@@ -47,10 +48,4 @@ def pruning_networks(payload: dict[str, Any], source: str = "checkpoint") -> Pha
         raise ValueError(f"{source} is damaged: its '{PRUNING}' entry is not a model with weights")  # noqa: TRY004
     if entry["model"].get("kind") != PHASE_MODEL:
         raise ValueError(f"{source} is damaged: its pruning networks are not a phase model")
-    try:
-        networks = model_from_args(entry["model"])
-        networks.load_state_dict(entry["weights"])
-    except (RuntimeError, KeyError, TypeError, ValueError) as error:
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
-        raise ValueError(f"{source}: its pruning networks' weights do not fit their description ({first_line})") from None
-    return networks.eval()
+    return network_from_checkpoint(entry, f"{source}'s pruning networks")
