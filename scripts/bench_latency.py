@@ -25,7 +25,7 @@ only when the model, the rules or the search change.
 A model with pruning networks (``bgtrain prune``) prunes its searches' inner move choices, as ``bgtrain
 eval`` does. ``--compare-pruning`` times the same model's exact search too (``play_pruning=None``) on the
 same decisions, in the same alternating rounds (the three in a rotating order), with its own ratios and
-signature.
+signature (of its 1- and 2-ply choices only, the ones pruning can change).
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def main() -> None:
     if not args.no_process:
         print(f"{'one bgtrain eval process (s)':34}{figures['bgtrain']['eval_process_s']:>14.2f}"
               f"   (python -c 'import torch': {figures['gnubg_nn']['import_torch_process_s']:.2f} s)")
-    print(f"signature: {signature}" + (f" (without pruning: {unpruned_signature})" if exact is not None else ""))
+    print(f"signature: {signature}" + (f" (without pruning, its 1- and 2-ply choices: {unpruned_signature})" if exact is not None else ""))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
 
