@@ -2,7 +2,7 @@
 alternating: what a user of ``bgtrain eval``, the hint button, analysis and the benchmarks waits for.
 
     python scripts/bench_latency.py [--model PATH] [--positions 40] [--deep-positions 8] [--repeats 3]
-                                    [--batch 4096] [--threads 1] [--no-process] [--json FILE]
+                                    [--batch 4096] [--threads 1] [--no-process] [--compare-pruning] [--json FILE]
 
 Measured on the same positions and rolls (from random-play games, seeded) for both programs:
 
@@ -21,6 +21,11 @@ has seen answers several times faster (measured: 0-ply probabilities 159,000/s f
 which a user analysing new positions does not get. The ratios printed are bgtrain's time over gnubg-nn's (below 1: bgtrain is faster) and, for
 throughput, bgtrain's rate over gnubg-nn's. The signature (a checksum of bgtrain's chosen plays) changes
 only when the model, the rules or the search change.
+
+A model with pruning networks (``bgtrain prune``) prunes its searches' inner move choices, as ``bgtrain
+eval`` does. ``--compare-pruning`` times the same model's exact search too (``play_pruning=None``) on the
+same decisions, in the same alternating rounds (the three in a rotating order), with its own ratios and
+signature (of its 1- and 2-ply choices only, the ones pruning can change).
 """
 
 from __future__ import annotations
@@ -113,12 +118,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4096, help="positions per batched 0-ply call")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as gnubg-nn has)")
     parser.add_argument("--no-process", action="store_true", help="skip the wall time of a bgtrain eval process")
+    parser.add_argument("--compare-pruning", action="store_true",
+                        help="also time the model's search without its pruning networks, alternating")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     model = Path(args.model) if args.model else shipped_model()
     evaluator = Evaluator.from_path(model)
+    if args.compare_pruning and evaluator.play_pruning is None:
+        raise SystemExit(f"--compare-pruning: {model} has no pruning networks (bgtrain prune attaches them)")
+    exact = Evaluator.from_path(model, play_pruning=None) if args.compare_pruning else None
     bindings = load_bindings()
     counts = {0: args.positions, 1: args.positions, 2: args.deep_positions}
     per_round = sum(counts.values())
@@ -137,7 +147,8 @@ def main() -> None:
 
     ours: dict[str, list[float]] = {}
     theirs: dict[str, list[float]] = {}
-    signature = 0
+    unpruned: dict[str, list[float]] = {}
+    signature = unpruned_signature = 0
     for round_index in range(args.repeats):
         order = (0, 1) if round_index % 2 == 0 else (1, 0)
         start = 2 + round_index * per_round
@@ -145,12 +156,20 @@ def main() -> None:
             count = counts[ply]
             rows = slice(start, start + count)
             start += count
-            for who in order:
+            # The exact search (who 2) takes its turn in a rotating place among the three.
+            shift = round_index % 3
+            decision_order = ((0, 1, 2)[shift:] + (0, 1, 2)[:shift]) if exact is not None and ply else order
+            for who in decision_order:
                 if who == 0:
                     seconds, choices = bgtrain_decisions(evaluator, boards[rows], dice[rows], ply)
                     ours.setdefault(f"decision_{ply}ply_ms", []).append(1000 * median(seconds))
                     if round_index == 0:
                         signature += sum((index + 1) * (choice + 1) for index, choice in enumerate(choices))
+                elif who == 2:
+                    seconds, choices = bgtrain_decisions(exact, boards[rows], dice[rows], ply)
+                    unpruned.setdefault(f"decision_{ply}ply_ms", []).append(1000 * median(seconds))
+                    if round_index == 0:
+                        unpruned_signature += sum((index + 1) * (choice + 1) for index, choice in enumerate(choices))
                 else:
                     seconds = gnubg_decisions(bindings, gnubg_boards[rows], gnubg_dice[rows], ply)
                     theirs.setdefault(f"decision_{ply}ply_ms", []).append(1000 * median(seconds))
@@ -181,13 +200,28 @@ def main() -> None:
     key = "batch_0ply_positions_per_s"
     ratios["batch_0ply_rate_ratio"] = figures["bgtrain"][key] / figures["gnubg_nn"][key]
     figures["ratios"] = ratios
+    if exact is not None:
+        figures["bgtrain_unpruned"] = {key: median(values) for key, values in unpruned.items()}
+        figures["unpruned_signature"] = unpruned_signature
+        for ply in PLIES[1:]:
+            key = f"decision_{ply}ply_ms"
+            ratios[f"unpruned_decision_{ply}ply_time_ratio"] = figures["bgtrain_unpruned"][key] / figures["gnubg_nn"][key]
+            ratios[f"pruned_over_unpruned_{ply}ply"] = figures["bgtrain"][key] / figures["bgtrain_unpruned"][key]
 
-    print(f"model {model}, {args.threads} torch thread(s), medians of {args.repeats} alternating rounds")
+    pruning = evaluator.play_pruning
+    print(f"model {model}, {args.threads} torch thread(s), medians of {args.repeats} alternating rounds"
+          + (f"; its searches pruned to the best {pruning.keep} of more than {pruning.more_than} plays" if pruning else ""))
     print(f"{'':34}{'bgtrain':>14}{'gnubg-nn':>14}{'ratio':>10}")
     for ply in PLIES:
         key = f"decision_{ply}ply_ms"
         print(f"{f'one decision at {ply}-ply (ms, {counts[ply]} positions)':34}{figures['bgtrain'][key]:>14.2f}"
               f"{figures['gnubg_nn'][key]:>14.2f}{ratios[f'decision_{ply}ply_time_ratio']:>9.2f}x")
+    if exact is not None:
+        for ply in PLIES[1:]:
+            key = f"decision_{ply}ply_ms"
+            print(f"{f'  without pruning, {ply}-ply (ms)':34}{figures['bgtrain_unpruned'][key]:>14.2f}"
+                  f"{figures['gnubg_nn'][key]:>14.2f}{ratios[f'unpruned_decision_{ply}ply_time_ratio']:>9.2f}x"
+                  f"   (pruned/unpruned {ratios[f'pruned_over_unpruned_{ply}ply']:.2f})")
     key = "batch_0ply_positions_per_s"
     print(f"{'0-ply positions/s (batched / one call each)':34}{figures['bgtrain'][key]:>14,.0f}"
           f"{figures['gnubg_nn'][key]:>14,.0f}{ratios['batch_0ply_rate_ratio']:>9.2f}x")
@@ -195,7 +229,7 @@ def main() -> None:
     if not args.no_process:
         print(f"{'one bgtrain eval process (s)':34}{figures['bgtrain']['eval_process_s']:>14.2f}"
               f"   (python -c 'import torch': {figures['gnubg_nn']['import_torch_process_s']:.2f} s)")
-    print(f"signature: {signature}")
+    print(f"signature: {signature}" + (f" (without pruning, its 1- and 2-ply choices: {unpruned_signature})" if exact is not None else ""))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
 

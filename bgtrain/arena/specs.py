@@ -115,14 +115,15 @@ def _model_agent(model: ModelSpec, name: str, rules: Rules, device, bearoff: boo
 
     # ``:any-variant``: no variant asked of the file, so a model plays a variant it was not trained for.
     loaded = load_model(model.path, None if model.any_variant else rules, device)
-    return network_agent(loaded.model, model.ply, name, rules, bearoff)
+    return network_agent(loaded.model, model.ply, name, rules, bearoff, loaded.pruning)
 
 
-def network_agent(model, ply: int, name: str, rules: Rules, bearoff: bool = True) -> Agent:
+def network_agent(model, ply: int, name: str, rules: Rules, bearoff: bool = True, pruning=None) -> Agent:
     """A model's agent (a ``ValueNetwork`` or an exported model). 0-ply: ``GreedyValueAgent``, with the
     bear-off databases and clamps when ``bearoff`` (the play of ``Evaluator.agent(0)``: a bear-off is
     played from its database, as GNU Backgammon's 0-ply plays it), else the bare model, as self-play
-    trains it; N-ply: the evaluator's search, with its clamps and, when ``bearoff``, the databases."""
+    trains it; N-ply: the evaluator's search, with its clamps and, when ``bearoff``, the databases, pruned
+    by the model's ``pruning`` networks when it has them (``bgtrain.values.pruning``)."""
     if ply == 0:
         from bgtrain.values.bearoff_two_sided import applies_to
 
@@ -142,4 +143,4 @@ def network_agent(model, ply: int, name: str, rules: Rules, bearoff: bool = True
         )
     from bgtrain.values.evaluator import Evaluator
 
-    return Evaluator.from_network(model, rules, bearoff=bearoff).agent(ply, name)
+    return Evaluator.from_network(model, rules, bearoff=bearoff, pruning=pruning).agent(ply, name)

@@ -1,7 +1,7 @@
 """Evaluate a position with a trained model: outcome probabilities, cubeless equity and, with dice, the
 ranked legal plays (as GNU Backgammon's ``eval`` and ``hint``).
 
-    bgtrain eval POSITION [--dice 31] [--ply N] [--model PATH] [--json]
+    bgtrain eval POSITION [--dice 31] [--ply N] [--no-pruning] [--model PATH] [--json]
 
 POSITION is a GNU Backgammon position ID (``4HPwATDgc/ABMA``) or an XGID (``XGID=-b----E-C---eE---c-e----B-:
 0:0:1:31:0:0:0:0:10``, the ``XGID=`` prefix optional); the side to move is the player on roll. Dice come
@@ -15,10 +15,13 @@ cubeful equity on the probabilities of the chosen ply (``bgtrain.cube``), except
 bear-offs of up to 6 checkers a side, where it is exact (``bgtrain.values.bearoff_two_sided``).
 
 ``--ply N`` searches N plies deep (GNU Backgammon's numbering: 0 is the network alone; 1 and 2 take
-a fraction of a second; every further ply costs about 20 times more). ``--model`` defaults to the
-``--variant``'s shipped model (``bgtrain.model.shipped``): ``checkpoints/bgtrain-distilled.pt`` for
-backgammon (generation 8 distilled into one network a phase, level with it; ``checkpoints/bgtrain-supervised.pt``,
-its three networks a phase, is an option), ``checkpoints/bgtrain-<variant>.pt`` for the others. ``--json`` prints one JSON object with the same content.
+a fraction of a second; every further ply costs about 20 times more). A model with pruning networks
+(``bgtrain prune``; the default model has them) chooses the replies inside the search among their few best
+plays, as GNU Backgammon does; ``--no-pruning`` searches every play (the exact reference). ``--model``
+defaults to the ``--variant``'s shipped model (``bgtrain.model.shipped``): ``checkpoints/bgtrain-distilled.pt``
+for backgammon (generation 8 distilled into one network a phase, level with it; ``checkpoints/bgtrain-supervised.pt``,
+its three networks a phase, is an option), ``checkpoints/bgtrain-<variant>.pt`` for the others. ``--json``
+prints one JSON object with the same content.
 Exact bear-off values come from the bear-off database, built once into the cache on first use.
 """
 
@@ -52,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("position", metavar="POSITION", help="GNU Backgammon position ID or XGID")
     parser.add_argument("--dice", help="the roll to play, e.g. 31 or 3-1 (default: the XGID's roll, if any)")
     parser.add_argument("--ply", type=int, default=0, help=f"search depth, GNU numbering, 0 to {MAX_PLY} (default 0)")
+    parser.add_argument("--no-pruning", action="store_true",
+                        help="value every reply inside the search with the full model, not only the pruning "
+                             "networks' few best (models made by bgtrain prune; slower, the exact search)")
     parser.add_argument("--model", help=f"checkpoint to evaluate with (default {MODEL_HELP})")
     add_device(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -154,7 +160,9 @@ def build_report(args: argparse.Namespace) -> dict:
                          "give a bgtrain checkpoint (.pt) or an ONNX export (.onnx)")
     cube_and_game(args, CubeSetting())  # the options alone, checked before the model and its databases load
     device = torch.device(args.device)
-    evaluator = Evaluator.from_path(model, device, rules=get_rules(args.variant) if args.variant else None)
+    pruning = {"play_pruning": None} if args.no_pruning else {}
+    evaluator = Evaluator.from_path(model, device, rules=get_rules(args.variant) if args.variant else None,
+                                    **pruning)
     parsed = parse_position(args.position, evaluator.rules)
     board, position_dice, kind, written = parsed.board, parsed.dice, parsed.kind, parsed.setting
     if args.hand:
@@ -181,6 +189,8 @@ def build_report(args: argparse.Namespace) -> dict:
         "ply": args.ply,
         "move_filter": {"keep": evaluator.move_filter.keep, "threshold": evaluator.move_filter.threshold},
     }
+    if evaluator.play_pruning is not None and args.ply:
+        report["play_pruning"] = {"keep": evaluator.play_pruning.keep, "more_than": evaluator.play_pruning.more_than}
     probabilities = evaluator.probabilities(boards, args.ply)[0]
     report["evaluation"] = {
         "probabilities": _probabilities(probabilities.tolist()),
@@ -243,7 +253,9 @@ def render_hint(report: dict) -> list[str]:
     settings = report["move_filter"]
     lines = [f"Plays of {dice[0]}{dice[1]}, best first ({report['ply']}-ply"
              + (f"; 0-ply candidates filtered: best {settings['keep']} within {settings['threshold']:.3f}"
-                if report["ply"] else "") + "):"]
+                if report["ply"] else "")
+             + (f"; replies pruned to the best {pruning['keep']} of more than {pruning['more_than']}"
+                if (pruning := report.get("play_pruning")) else "") + "):"]
     plays = [row["play"] + (" (rolls again)" if row.get("extra_roll") else "") for row in report["hint"]]
     width = max(len(play) for play in plays)
     lines.append(f"    #  Ply  {'Play':<{width}}   Equity    Diff  {PROBABILITY_HEADER}")

@@ -42,16 +42,22 @@ def model_file_recipe(path: str | Path, rules=None, in_process: bool = False) ->
     checked, and its variant against ``rules`` when given): ``{"model", "weights", "variant"}`` for a
     checkpoint, ``{"onnx": bytes, "name", "variant"}`` for an ONNX export. ``in_process``: the work runs
     in this process, so a checkpoint's network itself is handed on (``{"network", "variant"}``), not
-    rebuilt from copies of its weights."""
+    rebuilt from copies of its weights. A checkpoint's pruning networks travel beside its network
+    (``"pruning"``), so a worker's search prunes as this process's would."""
     from bgtrain.model.loading import load_model
 
     loaded = load_model(path, rules)
+    pruning = loaded.pruning
     if in_process and loaded.payload is not None:
-        return {"network": loaded.model, "variant": loaded.rules.name}
+        return {"network": loaded.model, "variant": loaded.rules.name,
+                **({"pruning": {"network": pruning}} if pruning is not None else {})}
     if loaded.payload is None:  # an ONNX export: its bytes travel, the worker opens a session on them
         return {"onnx": Path(path).read_bytes(), "name": str(path), "variant": loaded.rules.name}
     network = loaded.model
-    return {"model": network.model_args(), "weights": network_arrays(network), "variant": loaded.rules.name}
+    recipe = {"model": network.model_args(), "weights": network_arrays(network), "variant": loaded.rules.name}
+    if pruning is not None:
+        recipe["pruning"] = {"model": pruning.model_args(), "weights": network_arrays(pruning)}
+    return recipe
 
 
 def model_from_recipe(recipe: dict, device: str):
@@ -63,6 +69,16 @@ def model_from_recipe(recipe: dict, device: str):
 
         return OnnxValueModel(recipe["name"], device, data=recipe["onnx"])
     return network_from_arrays(recipe["model"], recipe["weights"], device)
+
+
+def pruning_from_recipe(recipe: dict, device: str):
+    """The pruning networks ``model_file_recipe`` described, on ``device``, or None."""
+    pruning = recipe.get("pruning")
+    if pruning is None:
+        return None
+    if "network" in pruning:
+        return pruning["network"].to(device)
+    return network_from_arrays(pruning["model"], pruning["weights"], device)
 
 
 def database_files() -> dict[str, bytes]:

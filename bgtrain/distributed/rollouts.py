@@ -35,6 +35,7 @@ from bgtrain.distributed.payloads import (
     install_databases,
     model_file_recipe,
     model_from_recipe,
+    pruning_from_recipe,
 )
 from bgtrain.distributed.shards import ShardStore
 from bgtrain.rollout.chunks import target_reached
@@ -59,7 +60,8 @@ def evaluator_from_recipe(recipe: dict, device: str):
     from bgtrain.values.evaluator import Evaluator
 
     install_databases(recipe.get("databases"))
-    return Evaluator.from_network(model_from_recipe(recipe, device), get_rules(recipe["variant"]))
+    return Evaluator.from_network(model_from_recipe(recipe, device), get_rules(recipe["variant"]),
+                                  pruning=pruning_from_recipe(recipe, device))
 
 
 def rollout_context(recipe: dict, boards: torch.Tensor, settings: RolloutSettings, streams: torch.Tensor,

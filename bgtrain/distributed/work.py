@@ -37,6 +37,7 @@ from bgtrain.distributed.payloads import (
     model_from_recipe,
     network_arrays,
     network_from_arrays,
+    pruning_from_recipe,
 )
 from bgtrain.model.network import ValueNetwork
 from engine.keyed_dice import KeyedMirroredDice
@@ -73,7 +74,8 @@ def _prepare_duel(context: dict, device: str) -> dict:
     agents = []
     for recipe in context["agents"]:
         if "ply" in recipe:
-            agents.append(network_agent(model_from_recipe(recipe, device), recipe["ply"], recipe["spec"], rules))
+            agents.append(network_agent(model_from_recipe(recipe, device), recipe["ply"], recipe["spec"], rules,
+                                        pruning=pruning_from_recipe(recipe, device)))
         elif recipe["spec"].lower() == "random":
             agents.append(None)  # stateful: built afresh for every chunk from the chunk's seed
         else:

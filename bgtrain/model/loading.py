@@ -16,6 +16,7 @@ import torch
 
 from bgtrain.model.checkpoint import load_checkpoint, network_from_checkpoint, trained_variant
 from bgtrain.model.onnx_model import OnnxValueModel
+from bgtrain.model.pruning import pruning_networks
 from engine.rules import Rules
 from engine.variants import get_rules
 
@@ -28,6 +29,7 @@ class LoadedModel:
     rules: Rules  # the variant the model was trained (or exported) for
     payload: dict[str, Any] | None  # the checkpoint's entries; None for an ONNX export
     source: str  # the path as given, for messages
+    pruning: Any = None  # the checkpoint's pruning networks (``bgtrain.model.pruning``), or None
 
 
 def check_variant(trained: Rules, wanted: Rules | None, source: str) -> None:
@@ -39,7 +41,8 @@ def check_variant(trained: Rules, wanted: Rules | None, source: str) -> None:
 
 def load_model(path: str | Path, rules: Rules | None = None, device: str | torch.device = "cpu") -> LoadedModel:
     """The model in ``path`` on ``device``: a checkpoint's network (single, ensemble or phases) or an
-    ONNX export. With ``rules``, a model trained for another variant is refused. Problems are
+    ONNX export, with the checkpoint's pruning networks when it has them (``bgtrain.model.pruning``).
+    With ``rules``, a model trained for another variant is refused. Problems are
     ValueErrors or FileNotFoundErrors in one line naming the file."""
     path = Path(path)
     suffix = path.suffix.lower()
@@ -54,4 +57,5 @@ def load_model(path: str | Path, rules: Rules | None = None, device: str | torch
     trained = get_rules(trained_variant(payload))
     check_variant(trained, rules, str(path))
     network = network_from_checkpoint(payload, str(path)).to(device)
-    return LoadedModel(network, trained, payload, str(path))
+    pruning = pruning_networks(payload, str(path))
+    return LoadedModel(network, trained, payload, str(path), pruning.to(device) if pruning is not None else None)

@@ -48,6 +48,13 @@ leaves out. A position whose filter leaves one candidate plays it without search
 So ``V_{n+1}(P)`` is the roll-average of the equity ``hint`` reports for the best move at n-ply
 (exactly, with ``deep_replies=True``).
 
+Pruning (``bgtrain.values.pruning``): with pruning networks (``pruning_networks``, a checkpoint's
+``pruning`` entry, ``bgtrain.model.pruning``) and ``play_pruning`` set (the default), each roll's reply
+inside ``V_n`` (``deep_replies=False``) is chosen among the pruning networks' ``keep`` best plays where
+the roll has more than ``more_than``, as GNU Backgammon prunes. ``play_pruning=None`` (``bgtrain eval
+--no-pruning``) is the exact search above, the reference; the root's move filter and ``deep_replies``
+are never pruned.
+
 Batching: all positions x 21 rolls go through one ``legal_afterstates`` call and each layer of the
 tree through one value-function call per chunk (``SEARCH_CHUNK`` positions, to bound memory); no
 Python loop runs over positions except to format hints.
@@ -65,6 +72,7 @@ from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes
 from bgtrain.values.bearoff import BearoffDatabase, load_bearoff_database
 from bgtrain.values.bearoff_two_sided import TwoSidedBearoffDatabase, load_two_sided_database
 from bgtrain.values.bearoff_two_sided import applies_to as databases_apply
+from bgtrain.values.pruning import GNU_PRUNING, PlayPruning, pruned_best_plays
 from bgtrain.values.static_value import NetworkValue, StaticValue, ValueFunction, model_device, once_each
 from engine.board import flip_board
 from engine.dice import ALL_ROLLS, roll_tensor, roll_weights
@@ -121,6 +129,8 @@ class Evaluator:
         deep_replies: bool = False,
         two_sided: TwoSidedBearoffDatabase | None = None,
         clamps: bool = True,
+        pruning_networks: ValueFunction | None = None,
+        play_pruning: PlayPruning | None = GNU_PRUNING,
     ) -> None:
         self.value = value
         self.rules = rules
@@ -129,16 +139,20 @@ class Evaluator:
         self.move_filter = move_filter
         self.deep_replies = deep_replies
         self.static = StaticValue(value, rules, bearoff, clamps, two_sided)
+        # The cheap stage of the pruned replies (``bgtrain.values.pruning``); no networks: no pruning.
+        self.play_pruning = play_pruning if pruning_networks is not None else None
+        self.pruning_networks = pruning_networks
 
     @classmethod
     def from_network(cls, network, rules: Rules = STANDARD, bearoff: BearoffDatabase | str | Path | bool | None = True,
                      two_sided: TwoSidedBearoffDatabase | str | Path | bool | None = None,
-                     **settings) -> Evaluator:
+                     pruning=None, **settings) -> Evaluator:
         """An evaluator on a model with ``evaluate(board, rules)`` and ``evaluate_flipped(board, rules)``
         (a ``ValueNetwork``, or an exported model). ``bearoff``: True for the cached one-sided database
         (built on first use), a path, a database, or False/None for none. ``two_sided``: likewise for
         the two-sided database; None (the default) means the cached one when ``bearoff`` is True,
-        none otherwise. ``settings``: ``move_filter``, ``deep_replies``, ``clamps``."""
+        none otherwise. ``pruning``: the model's pruning networks (``LoadedModel.pruning``), or None.
+        ``settings``: ``move_filter``, ``deep_replies``, ``clamps``, ``play_pruning``."""
         device = model_device(network)
         if two_sided is None:
             two_sided = bearoff is True
@@ -146,8 +160,9 @@ class Evaluator:
             # Both databases value racing to be first off, paid by standard scoring: not play-to-lose, whose
             # first side off loses, nor acey-deucey's checkers-left pay and extra rolls.
             bearoff, two_sided = None, None
+        pruning_networks = NetworkValue(pruning, rules) if pruning is not None else None
         return cls(NetworkValue(network, rules), rules, _bearoff(bearoff, device),
-                   two_sided=_two_sided(two_sided, device), **settings)
+                   two_sided=_two_sided(two_sided, device), pruning_networks=pruning_networks, **settings)
 
     @classmethod
     def from_path(cls, path: str | Path, device: torch.device | str = "cpu",
@@ -155,9 +170,10 @@ class Evaluator:
                   two_sided: TwoSidedBearoffDatabase | str | Path | bool | None = None, **settings) -> Evaluator:
         """An evaluator on the network of a checkpoint file (``bgtrain.model.checkpoint``) or of an ONNX
         export (``.onnx``, through onnxruntime), for the variant it was trained on (``rules``, when
-        given, must be that one). ``bearoff`` and ``two_sided`` as for ``from_network``."""
+        given, must be that one). ``bearoff`` and ``two_sided`` as for ``from_network``; the checkpoint's
+        pruning networks, when it has them, prune the search unless ``play_pruning=None``."""
         loaded = load_model(path, rules, device)
-        return cls.from_network(loaded.model, loaded.rules, bearoff, two_sided, **settings)
+        return cls.from_network(loaded.model, loaded.rules, bearoff, two_sided, loaded.pruning, **settings)
 
     def check_ply(self, ply: int) -> int:
         """``check_ply`` for this evaluator's rules."""
@@ -275,6 +291,10 @@ class Evaluator:
         afterstates = legal_afterstates(board.repeat_interleave(ROLL_COUNT, 0), rolls.repeat(batch, 1), self.rules)
         if self.deep_replies:
             _, values = self._select(afterstates, ply - 1, need_values=True)
+        elif self.play_pruning is not None:
+            choice, chosen = pruned_best_plays(afterstates, self.static, self.pruning_networks, self.play_pruning,
+                                               self.rules)
+            values = chosen if ply == 1 else self._afterstate_outcomes(afterstates.select(choice), ply - 1)
         else:
             # The replies of different plays and rolls often coincide: each distinct one is valued once.
             # (Only here, at the search's leaves: a 0-ply call values exactly what an agent's does.)

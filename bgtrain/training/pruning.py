@@ -1,0 +1,136 @@
+"""Training a model's pruning networks (``bgtrain.model.pruning``) and attaching them to its checkpoint.
+
+A pruning network only has to rank a roll's plays roughly as the full model's 0-ply does, on the
+positions after plays (``bgtrain dataset plays``: the positions after the best plays and some others,
+exactly what the search's inner choices compare). Its labels cost nothing: they are the full model's own
+0-ply outputs on those positions (the bare network, as a distillation's teacher), computed here, so a
+dataset labelled by another model serves as positions only. One small network a phase, on the cheap
+Tesauro inputs by default, is fitted by binary cross-entropy on the five outcome probabilities with Adam
+and a cosine-decaying rate; a held-out share of the positions measures it (the loss, and the root mean
+square of its cubeless equity's difference from the model's).
+
+``attach_pruning`` writes a copy of the model's checkpoint with the networks as its ``pruning`` entry
+(``bgtrain prune MODEL --positions DIR --out PATH``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bgtrain.model.checkpoint import load_checkpoint, save_checkpoint
+from bgtrain.model.network import ValueNetwork
+from bgtrain.model.phases import PhaseNetwork
+from bgtrain.model.pruning import PRUNING, pruning_entry
+from bgtrain.outcomes import cubeless_equity
+from bgtrain.training.schedule import cosine_decay, loss_function
+from engine.position_kinds import PHASE_NAMES, PHASES, position_phases
+from engine.rules import Rules
+
+LABEL_CHUNK = 65536  # positions labelled by the model at once
+
+
+@dataclass(frozen=True)
+class PruningTraining:
+    """How the pruning networks are fitted: ``encoder`` and ``hidden`` units of each phase's network,
+    ``epochs`` over the positions in minibatches of ``batch_size``, Adam at ``learning_rate`` decaying
+    (cosine) to a hundredth, a ``heldout`` share of the positions kept out to measure, ``seed``."""
+
+    encoder: str = "tesauro198"
+    hidden: int = 16
+    epochs: int = 4
+    batch_size: int = 256
+    learning_rate: float = 0.003
+    heldout: float = 0.05
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("hidden", "epochs", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"pruning training: {name} must be an integer >= 1, not {value!r}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"pruning training: learning_rate must be > 0, not {self.learning_rate!r}")
+        if not 0 < self.heldout < 1:
+            raise ValueError(f"pruning training: heldout must be between 0 and 1, not {self.heldout!r}")
+
+
+@torch.no_grad()
+def model_labels(model, positions: torch.Tensor, rules: Rules) -> torch.Tensor:
+    """The model's bare 0-ply outcome probabilities of ``positions`` (``int8[N, 28]``): ``float32[N, 5]``."""
+    return torch.cat([model.evaluate(chunk, rules).to(torch.float32) for chunk in positions.split(LABEL_CHUNK)])
+
+
+def fit_network(positions: torch.Tensor, targets: torch.Tensor, settings: PruningTraining,
+                rules: Rules) -> tuple[ValueNetwork, dict[str, float]]:
+    """One phase's pruning network fitted to ``targets`` (``float32[N, 5]``) of ``positions``, and its
+    held-out figures: ``positions``, ``heldout_loss``, ``equity_rms``."""
+    generator = torch.Generator().manual_seed(settings.seed)
+    order = torch.randperm(positions.shape[0], generator=generator)
+    heldout = max(1, round(settings.heldout * positions.shape[0]))
+    test, train = order[:heldout], order[heldout:]
+    if train.numel() == 0:
+        raise ValueError(f"pruning training: {positions.shape[0]} position(s) of a phase are too few to train on")
+    with torch.random.fork_rng():
+        torch.manual_seed(settings.seed)
+        network = ValueNetwork(settings.encoder, [settings.hidden], "sigmoid")
+    optimizer = torch.optim.Adam(network.parameters(), lr=settings.learning_rate)
+    loss = loss_function("bce")
+    steps_per_epoch = math.ceil(train.numel() / settings.batch_size)
+    total = settings.epochs * steps_per_epoch
+    step = 0
+    network.train()
+    for _ in range(settings.epochs):
+        shuffled = train[torch.randperm(train.numel(), generator=generator)]
+        for batch in shuffled.split(settings.batch_size):
+            for group in optimizer.param_groups:
+                group["lr"] = cosine_decay(settings.learning_rate, 0.01, step / total)
+            optimizer.zero_grad(set_to_none=True)
+            loss(network(positions[batch], rules), targets[batch]).backward()
+            optimizer.step()
+            step += 1
+    network.eval()
+    with torch.no_grad():
+        predicted = network.evaluate(positions[test], rules)
+        difference = cubeless_equity(predicted, rules) - cubeless_equity(targets[test], rules)
+        figures = {"positions": int(positions.shape[0]),
+                   "heldout_loss": float(loss(predicted.clamp(0, 1), targets[test])),
+                   "equity_rms": float(difference.double().pow(2).mean().sqrt())}
+    return network, figures
+
+
+def fit_pruning_networks(model, positions: torch.Tensor, settings: PruningTraining,
+                         rules: Rules) -> tuple[PhaseNetwork, dict[str, dict[str, float]]]:
+    """A pruning network a phase, fitted to ``model``'s 0-ply on the ``positions`` of that phase
+    (``int8[N, 28]``, side to move), and each phase's held-out figures (``fit_network``)."""
+    phase = position_phases(positions)
+    networks, report = {}, {}
+    for kind, name in zip(PHASES, PHASE_NAMES):
+        rows = positions[phase == kind]
+        if rows.shape[0] < 2:
+            raise ValueError(f"pruning training: the positions hold {rows.shape[0]} {name} position(s); "
+                             "every phase needs some (use a dataset of all kinds)")
+        networks[name], report[name] = fit_network(rows, model_labels(model, rows, rules), settings, rules)
+    return PhaseNetwork(networks).eval(), report
+
+
+def attach_pruning(model_path: str | Path, networks: PhaseNetwork, trained: dict[str, Any],
+                   path: str | Path) -> Path:
+    """Write the checkpoint at ``model_path`` again at ``path``, with ``networks`` as its pruning entry
+    (replacing any it had); the model's own entries are copied as they are."""
+    if Path(path).resolve() == Path(model_path).resolve():
+        raise ValueError(f"{path}: write the model with pruning networks to a new file, not over {model_path}")
+    payload = load_checkpoint(model_path)
+    payload[PRUNING] = pruning_entry(networks, trained)
+    return save_checkpoint(path, payload)
+
+
+def training_record(settings: PruningTraining, model_path: str | Path, datasets: list[str],
+                    report: dict[str, dict[str, float]], seconds: float) -> dict[str, Any]:
+    """What the checkpoint's pruning entry records of how its networks were made."""
+    return {"settings": asdict(settings), "teacher": str(model_path), "datasets": list(datasets),
+            "phases": report, "train_seconds": round(seconds, 1)}
