@@ -1,0 +1,116 @@
+"""Supervised training on Ray Train (``bgtrain.distributed.ray_train``) on a real two-node cluster on
+127.0.0.1 (``tests/test_distributed_cluster.py``'s, each node started in its own directory): at 2
+workers it trains the single-process run's weights (within float tolerance), writes the same
+checkpoints and TensorBoard logs, opens no path of the driver's on the workers, and a run whose driver
+is killed resumes to the weights of an uninterrupted one.
+
+The drivers are command lines run from a directory of their own holding the dataset at the relative
+path ``data``, which exists nowhere else: not in the nodes' directories, where their workers start.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import random_boards
+from test_distributed_cluster import _driver_environment, two_nodes  # noqa: F401 -- the module's cluster
+
+from bgtrain.datasets.shards import FORMAT_VERSION, MANIFEST_FORMAT, write_manifest, write_shard
+from bgtrain.model.loading import load_model
+from engine.position_kinds import position_kinds
+
+pytest.importorskip("ray.train.torch")
+ROOT = Path(__file__).resolve().parent.parent
+POSITIONS = 200
+# 200 positions in batches of 48 (the last batch of 8: worker 1's share of it is 4 rows), 4 epochs.
+SETTINGS = ["supervised.datasets=['data']", "model.encoder=tesauro_plus", "model.hidden=[32]",
+            "supervised.kinds=['contact','crashed','race','bearoff']", "supervised.heldout_fraction=0.1",
+            "supervised.epochs=4", "supervised.batch_size=48", "evaluation.games=2", "evaluation.benchmark=false",
+            "checkpoint.keep_last=0"]
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory) -> Path:
+    """The drivers' directory, with a dataset of 200 positions (random targets) at ``data``."""
+    directory = tmp_path_factory.mktemp("driver")
+    positions = random_boards(POSITIONS, seed=1)
+    targets = torch.rand(POSITIONS, 5, generator=torch.Generator().manual_seed(0)).sort(dim=1, descending=True).values
+    tensors = {"positions": positions, "targets": targets, "standard_errors": torch.zeros(POSITIONS, 5),
+               "zero_ply": targets, "kinds": position_kinds(positions).to(torch.int8)}
+    (directory / "data").mkdir()
+    entry = write_shard(directory / "data", 0, tensors)
+    write_manifest(directory / "data", {"format": MANIFEST_FORMAT, "format_version": FORMAT_VERSION,
+                                        "labeller": {"kind": "test"}, "source_model": "", "shards": [entry]})
+    return directory
+
+
+def _train_command(out: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "bgtrain.cli", "train", "--config", str(ROOT / "configs" / "supervised_gen1.toml"),
+            "--out", out, "--threads", "1", "--no-progress", *SETTINGS, *extra]
+
+
+def _train(directory: Path, command: list[str], cluster=None, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(command, check=False, cwd=directory, env=_driver_environment(cluster), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _max_difference(first: Path, second: Path) -> float:
+    a, b = load_model(first).model.state_dict(), load_model(second).model.state_dict()
+    return max(float((a[name] - b[name]).abs().max()) for name in a)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(two_nodes, driver):  # noqa: F811 -- the fixture imported above
+    """A 2-worker Ray run to its end (shared by the tests below)."""
+    cluster, _ = two_nodes
+    done = _train(driver, _train_command("ray_whole", "--executor", "ray", "--address", cluster.address), cluster)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_two_workers_train_the_single_process_weights(two_nodes, driver, uninterrupted):  # noqa: F811
+    cluster, root = two_nodes
+    assert f"joined the cluster at {cluster.address} (from --address): Ray Train, 2 workers" in uninterrupted.stderr
+    single = _train(driver, _train_command("single"))
+    assert single.returncode == 0, single.stderr
+    run = driver / "ray_whole"
+    assert _max_difference(driver / "single" / "final.pt", run / "final.pt") < 1e-5
+    payload = load_model(run / "final.pt").payload
+    assert payload["counters"]["epochs"] == 4 and payload["counters"]["steps"] == 4 * 4  # ceil(180 / 48) a epoch
+    assert payload["datasets"][0]["positions"] == POSITIONS
+    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == [f"epoch_000{n}.pt" for n in range(1, 5)]
+    assert (run / "latest.pt").is_file() and list((run / "tensorboard").glob("events.out.tfevents.*"))
+    assert "held-out loss" in uninterrupted.stdout
+    # The relative path `data` is the driver's alone: no node (nor Ray's session files) holds a dataset.
+    assert not list(root.rglob("manifest.json"))
+
+
+@pytest.mark.slow  # two more Ray runs: about a minute on a loaded 2-core machine
+def test_a_killed_driver_resumes_to_the_uninterrupted_weights(two_nodes, driver, uninterrupted):  # noqa: F811
+    cluster, _ = two_nodes
+    run = driver / "ray_killed"
+    # A benchmark check after every epoch keeps the driver busy (the workers wait on it), so that the
+    # run is still going when its first epoch's checkpoint appears.
+    slow_epochs = ["evaluation.benchmark=true", "evaluation.benchmark_decisions=20"]
+    job = subprocess.Popen(_train_command("ray_killed", "--executor", "ray", "--address", cluster.address,
+                                          *slow_epochs), cwd=driver, env=_driver_environment(cluster),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    started = time.monotonic()
+    while not (run / "checkpoints" / "epoch_0001.pt").exists() and job.poll() is None:
+        assert time.monotonic() - started < 180, "no epoch checkpoint within 180 s"
+        time.sleep(0.05)
+    assert job.poll() is None, job.stderr.read()
+    os.kill(job.pid, signal.SIGKILL)
+    job.wait()
+    assert not (run / "final.pt").exists()
+    resumed = _train(driver, [sys.executable, "-m", "bgtrain.cli", "train", "--resume", str(run / "latest.pt"),
+                              "--threads", "1", "--no-progress", "--address", cluster.address], cluster)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _max_difference(driver / "ray_whole" / "final.pt", run / "final.pt") < 1e-6
