@@ -29,10 +29,11 @@ from engine.position_kinds import position_kinds
 pytest.importorskip("ray.train.torch")
 ROOT = Path(__file__).resolve().parent.parent
 POSITIONS = 200
-# 200 positions in batches of 48 (the last batch of 8: worker 1's share of it is 4 rows), 4 epochs.
+# 180 training positions in batches of 48 (the last one of 36), 8 epochs: enough that a signal after the
+# first epoch's checkpoint finds the workers still training (they run at most 3 epochs ahead of the driver).
 SETTINGS = ["supervised.datasets=['data']", "model.encoder=tesauro_plus", "model.hidden=[32]",
             "supervised.kinds=['contact','crashed','race','bearoff']", "supervised.heldout_fraction=0.1",
-            "supervised.epochs=4", "supervised.batch_size=48", "evaluation.games=2", "evaluation.benchmark=false",
+            "supervised.epochs=8", "supervised.batch_size=48", "evaluation.games=2", "evaluation.benchmark=false",
             "checkpoint.keep_last=0"]
 
 
@@ -83,33 +84,40 @@ def test_two_workers_train_the_single_process_weights(two_nodes, driver, uninter
     run = driver / "ray_whole"
     assert _max_difference(driver / "single" / "final.pt", run / "final.pt") < 1e-5
     payload = load_model(run / "final.pt").payload
-    assert payload["counters"]["epochs"] == 4 and payload["counters"]["steps"] == 4 * 4  # ceil(180 / 48) a epoch
+    assert payload["counters"]["epochs"] == 8 and payload["counters"]["steps"] == 8 * 4  # ceil(180 / 48) an epoch
     assert payload["datasets"][0]["positions"] == POSITIONS
-    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == [f"epoch_000{n}.pt" for n in range(1, 5)]
+    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == [f"epoch_000{n}.pt" for n in range(1, 9)]
     assert (run / "latest.pt").is_file() and list((run / "tensorboard").glob("events.out.tfevents.*"))
     assert "held-out loss" in uninterrupted.stdout
     # The relative path `data` is the driver's alone: no node (nor Ray's session files) holds a dataset.
     assert not list(root.rglob("manifest.json"))
 
 
-@pytest.mark.slow  # two more Ray runs: about a minute on a loaded 2-core machine
-def test_a_killed_driver_resumes_to_the_uninterrupted_weights(two_nodes, driver, uninterrupted):  # noqa: F811
+@pytest.mark.slow  # two more Ray runs each: about 90 s on a loaded 2-core machine
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["killed", "terminated"])
+def test_a_stopped_driver_resumes_to_the_uninterrupted_weights(two_nodes, driver, uninterrupted, stop):  # noqa: F811
+    """SIGKILL: the run resumes from its last epoch checkpoint. SIGTERM: the workers stop before the same
+    step, the driver saves latest.pt there (inside an epoch, as a rule) and exits with status 143."""
     cluster, _ = two_nodes
-    run = driver / "ray_killed"
+    name = f"ray_{signal.Signals(stop).name}"
+    run = driver / name
     # A benchmark check after every epoch keeps the driver busy (the workers wait on it), so that the
     # run is still going when its first epoch's checkpoint appears.
     slow_epochs = ["evaluation.benchmark=true", "evaluation.benchmark_decisions=20"]
-    job = subprocess.Popen(_train_command("ray_killed", "--executor", "ray", "--address", cluster.address,
-                                          *slow_epochs), cwd=driver, env=_driver_environment(cluster),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(_train_command(name, "--executor", "ray", "--address", cluster.address, *slow_epochs),
+                           cwd=driver, env=_driver_environment(cluster), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
     while not (run / "checkpoints" / "epoch_0001.pt").exists() and job.poll() is None:
         assert time.monotonic() - started < 180, "no epoch checkpoint within 180 s"
         time.sleep(0.05)
     assert job.poll() is None, job.stderr.read()
-    os.kill(job.pid, signal.SIGKILL)
-    job.wait()
-    assert not (run / "final.pt").exists()
+    os.kill(job.pid, stop)
+    _, stderr = job.communicate(timeout=120)
+    assert not (run / "final.pt").exists(), stderr
+    if stop == signal.SIGTERM:
+        assert job.returncode == 128 + signal.SIGTERM, stderr
+        assert f"saved {name}/latest.pt at epoch" in stderr, stderr
     resumed = _train(driver, [sys.executable, "-m", "bgtrain.cli", "train", "--resume", str(run / "latest.pt"),
                               "--threads", "1", "--no-progress", "--address", cluster.address], cluster)
     assert resumed.returncode == 0, resumed.stderr

@@ -33,8 +33,10 @@ A driver killed outright resumes from its last epoch checkpoint; its workers end
 
 from __future__ import annotations
 
+import contextlib
 import queue as queues
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -89,7 +91,9 @@ def train_supervised_ray(config: Config, directory: RunDirectory, resume: str | 
     import ray
     from ray.util.queue import Queue
 
-    started_cluster, cluster = connect(settings.address or None)
+    joined_here = not ray.is_initialized()  # a library caller's own Ray session stays open
+    with _signal_handlers_kept():
+        _, cluster = connect(settings.address or None)
     storage = Path(tempfile.mkdtemp(prefix="bgtrain-ray-train-"))  # Ray Train's run records (on the driver)
     bar = None
     try:
@@ -119,12 +123,12 @@ def train_supervised_ray(config: Config, directory: RunDirectory, resume: str | 
                    dynamic_ncols=True)
         asked_to_stop = False
         while state.counters["epochs"] < supervised.epochs:
+            if stop is not None and stop.received is not None and not asked_to_stop:
+                control.put(True)  # worker 0 reads it within STOP_POLL_SECONDS; all stop at the same step
+                asked_to_stop = True
             try:
                 message = messages.get(timeout=MESSAGE_WAIT_SECONDS)
             except queues.Empty:
-                if stop is not None and stop.received is not None and not asked_to_stop:
-                    control.put(True)
-                    asked_to_stop = True
                 if not fitting.is_alive() and messages.empty():
                     raise _failure(outcome, "the Ray Train workers ended before the last epoch")
                 continue
@@ -152,9 +156,24 @@ def train_supervised_ray(config: Config, directory: RunDirectory, resume: str | 
     finally:
         if bar is not None:
             bar.close()
-        if started_cluster:
+        if joined_here:  # an orderly disconnect (and the private cluster's end), not the interpreter's exit hooks
             ray.shutdown()
         shutil.rmtree(storage, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _signal_handlers_kept():
+    """This process's SIGINT and SIGTERM handlers (``StopSignals``'s) as they were before the block: joining
+    Ray replaces them (Ray 2.60, seen here: a SIGTERM to the driver then ended it with status 15, or 134
+    from Ray's core, without saving ``latest.pt``)."""
+    kept = ({number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+            if threading.current_thread() is threading.main_thread() else {})
+    try:
+        yield
+    finally:
+        for number, handler in kept.items():
+            if handler is not None:
+                signal.signal(number, handler)
 
 
 def _trainer(setup: dict[str, Any], workers: int, settings, storage: Path, name: str):
