@@ -29,11 +29,11 @@ from engine.position_kinds import position_kinds
 pytest.importorskip("ray.train.torch")
 ROOT = Path(__file__).resolve().parent.parent
 POSITIONS = 200
-# 180 training positions in batches of 48 (the last one of 36), 8 epochs: enough that a signal after the
+# 180 training positions in batches of 48 (the last one of 36), 20 epochs: enough that a signal after the
 # first epoch's checkpoint finds the workers still training (they run at most 3 epochs ahead of the driver).
 SETTINGS = ["supervised.datasets=['data']", "model.encoder=tesauro_plus", "model.hidden=[32]",
             "supervised.kinds=['contact','crashed','race','bearoff']", "supervised.heldout_fraction=0.1",
-            "supervised.epochs=8", "supervised.batch_size=48", "evaluation.games=2", "evaluation.benchmark=false",
+            "supervised.epochs=20", "supervised.batch_size=48", "evaluation.games=2", "evaluation.benchmark=false",
             "checkpoint.keep_last=0"]
 
 
@@ -84,9 +84,9 @@ def test_two_workers_train_the_single_process_weights(two_nodes, driver, uninter
     run = driver / "ray_whole"
     assert _max_difference(driver / "single" / "final.pt", run / "final.pt") < 1e-5
     payload = load_model(run / "final.pt").payload
-    assert payload["counters"]["epochs"] == 8 and payload["counters"]["steps"] == 8 * 4  # ceil(180 / 48) an epoch
+    assert payload["counters"]["epochs"] == 20 and payload["counters"]["steps"] == 20 * 4  # ceil(180 / 48) an epoch
     assert payload["datasets"][0]["positions"] == POSITIONS
-    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == [f"epoch_000{n}.pt" for n in range(1, 9)]
+    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == [f"epoch_{n:04d}.pt" for n in range(1, 21)]
     assert (run / "latest.pt").is_file() and list((run / "tensorboard").glob("events.out.tfevents.*"))
     assert "held-out loss" in uninterrupted.stdout
     # The relative path `data` is the driver's alone: no node (nor Ray's session files) holds a dataset.
@@ -103,7 +103,7 @@ def test_a_stopped_driver_resumes_to_the_uninterrupted_weights(two_nodes, driver
     run = driver / name
     # A benchmark check after every epoch keeps the driver busy (the workers wait on it), so that the
     # run is still going when its first epoch's checkpoint appears.
-    slow_epochs = ["evaluation.benchmark=true", "evaluation.benchmark_decisions=20"]
+    slow_epochs = ["evaluation.benchmark=true", "evaluation.benchmark_decisions=100"]
     job = subprocess.Popen(_train_command(name, "--executor", "ray", "--address", cluster.address, *slow_epochs),
                            cwd=driver, env=_driver_environment(cluster), stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)

@@ -62,7 +62,7 @@ from bgtrain.training.supervised import (
 )
 from engine.variants import get_rules
 
-STOP_POLL_SECONDS = 0.5  # how often worker 0 asks the driver whether a stop was asked for (one remote call)
+STOP_POLL_SECONDS = 0.1  # how often worker 0 asks the driver whether to stop (a remote call, about 1 ms)
 MESSAGE_WAIT_SECONDS = 0.5  # how long the driver waits for a message before it looks at signals and the trainer
 
 
