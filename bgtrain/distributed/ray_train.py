@@ -80,7 +80,7 @@ def train_supervised_ray(config: Config, directory: RunDirectory, resume: str | 
         raise ValueError("[supervised] datasets is empty: name at least one dataset directory")
     if 0 < settings.worker_gpus < 1 or settings.worker_gpus != int(settings.worker_gpus):
         raise ValueError(f"[executor] worker_gpus = {settings.worker_gpus:g}: Ray Train gives each worker whole GPUs "
-                         "(NCCL needs one GPU per rank); use 0 (CPUs, gloo) or 1")
+                         "(NCCL needs a GPU of its own per rank); use 0 (CPUs, gloo) or 1 (a GPU a worker, NCCL)")
     rules = get_rules(config.run.variant)
     training, held = split_dataset(load_datasets(list(supervised.datasets)), config)
     state = start_state(config, resume, torch.device("cpu"))  # the driver's copy: what its checkpoints hold
@@ -129,6 +129,8 @@ def train_supervised_ray(config: Config, directory: RunDirectory, resume: str | 
             try:
                 message = messages.get(timeout=MESSAGE_WAIT_SECONDS)
             except queues.Empty:
+                message = None
+            if message is None:
                 if not fitting.is_alive() and messages.empty():
                     raise _failure(outcome, "the Ray Train workers ended before the last epoch")
                 continue
