@@ -11,6 +11,7 @@ path ``data``, which exists nowhere else: not in the nodes' directories, where t
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -122,3 +123,28 @@ def test_a_stopped_driver_resumes_to_the_uninterrupted_weights(two_nodes, driver
                               "--threads", "1", "--no-progress", "--address", cluster.address], cluster)
     assert resumed.returncode == 0, resumed.stderr
     assert _max_difference(driver / "ray_whole" / "final.pt", run / "final.pt") < 1e-6
+
+
+def test_a_fraction_of_a_gpu_is_refused_in_one_line(driver, capsys):
+    from bgtrain.cli import main
+
+    status = main(["train", "--config", str(ROOT / "configs" / "supervised_gen1.toml"), "--out",
+                   str(driver / "gpu_fraction"), *SETTINGS, "supervised.datasets=['" + str(driver / "data") + "']",
+                   "--executor", "ray", "executor.worker_gpus=0.5"])
+    error = capsys.readouterr().err.strip()
+    assert status == 2 and len(error.splitlines()) == 1, error
+    assert "worker_gpus = 0.5" in error and "NCCL" in error
+
+
+@pytest.mark.slow  # another Ray Train start: about 30 s
+def test_a_node_with_other_code_is_refused_by_name(two_nodes, driver):  # noqa: F811
+    """The workers compare their bgtrain with the driver's; here the driver claims other code."""
+    cluster, _ = two_nodes
+    claim = ("import sys; from bgtrain.distributed import ray_train; from bgtrain.cli import main; "
+             "ray_train.code_version = lambda: 'bgtrain 0.0.0, code 000000000000'; sys.exit(main(sys.argv[1:]))")
+    done = _train(driver, [sys.executable, "-c", claim, *_train_command("other_code", "--executor", "ray", "--address",
+                                                                        cluster.address)[3:]], cluster)
+    error = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2, done.stderr
+    assert re.match(r"^bgtrain train: error: Ray Train: node 127\.0\.0\.1 runs bgtrain .*, this driver runs "
+                    r"bgtrain 0\.0\.0, code 000000000000: install the same bgtrain on every node", error), error
