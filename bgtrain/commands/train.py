@@ -2,6 +2,7 @@
 
     bgtrain train --config configs/default.toml [--out DIR] [--overwrite] [section.field=value ...]
     bgtrain train --resume DIR/latest.pt [--out DIR] [section.field=value ...]
+    bgtrain train ... [--executor local|process|ray] [--address HOST:PORT] [--workers N]
 
 Overrides name any config field: ``--train.learning_rate 3e-4`` or ``train.total_games=20000``.
 The run directory (``run.out_dir/run.name``, or ``--out``) receives the resolved config, the command
@@ -16,6 +17,10 @@ names another, with the config stored in the checkpoint. Overrides that can appl
 larger ``train.total_games``, the learning rate, evaluation and checkpoint settings); those that cannot
 (``run.variant``, ``run.seed``, ``model.*``, ``train.method``, ``train.optimizer``,
 ``selfplay.games_in_parallel``) are refused by name.
+
+``--executor``, ``--address`` and ``--workers`` are ``executor.mode``, ``executor.address`` and
+``executor.workers``: TD self-play on actors, or a supervised run data-parallel on Ray Train's workers
+(``bgtrain.distributed.ray_train``; a run may be resumed on either executor).
 """
 
 from __future__ import annotations
