@@ -2,6 +2,7 @@
 
     bgtrain train --config configs/default.toml [--out DIR] [--overwrite] [section.field=value ...]
     bgtrain train --resume DIR/latest.pt [--out DIR] [section.field=value ...]
+    bgtrain train ... [--executor local|process|ray] [--address HOST:PORT] [--workers N]
 
 Overrides name any config field: ``--train.learning_rate 3e-4`` or ``train.total_games=20000``.
 The run directory (``run.out_dir/run.name``, or ``--out``) receives the resolved config, the command
@@ -16,6 +17,10 @@ names another, with the config stored in the checkpoint. Overrides that can appl
 larger ``train.total_games``, the learning rate, evaluation and checkpoint settings); those that cannot
 (``run.variant``, ``run.seed``, ``model.*``, ``train.method``, ``train.optimizer``,
 ``selfplay.games_in_parallel``) are refused by name.
+
+``--executor``, ``--address`` and ``--workers`` are ``executor.mode``, ``executor.address`` and
+``executor.workers``: TD self-play on actors, or a supervised run data-parallel on Ray Train's workers
+(``bgtrain.distributed.ray_train``; a run may be resumed on either executor).
 """
 
 from __future__ import annotations
@@ -44,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_seed(parser, default=None, help="shorthand for run.seed=...")
     add_variant(parser, default=None, help="shorthand for run.variant=... (engine.variants)")
     add_threads(parser)
+    parser.add_argument("--executor", choices=("local", "process", "ray"), default=None,
+                        help="shorthand for executor.mode=... (ray: self-play actors, or, with train.method = "
+                        "'supervised', data-parallel training on Ray Train workers)")
+    parser.add_argument("--address", default=None, help="shorthand for executor.address=... (a Ray cluster)")
+    parser.add_argument("--workers", type=int, default=None, help="shorthand for executor.workers=...")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -55,6 +65,9 @@ def resolve_config(args: argparse.Namespace):
     for flag, key in ((args.device, "device"), (args.seed, "seed"), (args.variant, "variant")):
         if flag is not None:
             overrides.append(("run", key, str(flag)))
+    for flag, key in ((args.executor, "mode"), (args.address, "address"), (args.workers, "workers")):
+        if flag is not None:
+            overrides.append(("executor", key, str(flag)))
     out = Path(args.out) if args.out else (resume_directory(args.resume) if args.resume else None)
     if out is not None:
         check_output_directory(out, "--out")
@@ -75,8 +88,9 @@ def resolve_config(args: argparse.Namespace):
 def train(config, resume: str | Path | None = None, progress: bool = True, argv: list[str] | None = None,
           overwrite: bool = False) -> Path:
     """Run (or resume) training to the end of ``config`` in ``config.run_dir``; returns the final
-    checkpoint's path. The method (TD self-play or supervised, ``train.method``) and the executor of
-    self-play (this process or actors, ``executor.mode``) are chosen here; a new run, or a resume
+    checkpoint's path. The method (TD self-play or supervised, ``train.method``) and the executor
+    (``executor.mode``: self-play in this process or on actors; supervised in this process or on Ray
+    Train's workers) are chosen here; a new run, or a resume
     elsewhere, refuses a directory holding a run unless ``overwrite``."""
     import torch
 
@@ -92,6 +106,10 @@ def train(config, resume: str | Path | None = None, progress: bool = True, argv:
             from bgtrain.training.supervised import train_supervised
 
             directory.start(to_toml_text(config), argv, overwrite and not resume, torch.__version__)
+            if config.executor.mode == "ray":  # one model on Ray Train's workers, data-parallel
+                from bgtrain.distributed.ray_train import train_supervised_ray
+
+                return train_supervised_ray(config, directory, resume, progress, stop)
             return train_supervised(config, directory, resume, progress, stop)
         from bgtrain.training.td import Run, train_td
 

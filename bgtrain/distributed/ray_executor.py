@@ -216,17 +216,7 @@ class RayExecutor:
     # --- workers ---------------------------------------------------------------------------------------
 
     def _fit_workers(self, workers: int | None, cpus: float, gpus: float) -> int:
-        resources = self.ray.cluster_resources()
-        have_cpus, have_gpus = resources.get("CPU", 0.0), resources.get("GPU", 0.0)
-        fit = int(have_cpus // cpus)
-        if gpus > 0:
-            fit = min(fit, int(have_gpus // gpus + 1e-9))
-        if workers is None:
-            workers = fit
-        if workers < 1 or workers > fit:
-            raise ValueError(f"{workers or 1} workers of {cpus:g} CPUs and {gpus:g} GPUs do not fit the cluster "
-                             f"({have_cpus:g} CPUs, {have_gpus:g} GPUs)")
-        return workers
+        return workers_that_fit(self.ray, workers, cpus, gpus)
 
     def _new_actor(self) -> _Actor:
         self.numbers += 1
@@ -432,6 +422,22 @@ class RayExecutor:
         done = ", ".join(f"{node}: {count}" for node, count in sorted(self.finished.items())) or "none"
         lost = f"; workers lost on {', '.join(self.lost)} ({self.retried} tasks run again)" if self.lost else ""
         return f"ray: units finished per node: {done}{lost}"
+
+
+def workers_that_fit(ray, workers: int | None, cpus: float, gpus: float) -> int:
+    """``workers`` (None: as many as the cluster's resources hold) of ``cpus`` CPUs and ``gpus`` GPUs each;
+    a ValueError of one line when they do not fit the cluster."""
+    resources = ray.cluster_resources()
+    have_cpus, have_gpus = resources.get("CPU", 0.0), resources.get("GPU", 0.0)
+    fit = int(have_cpus // cpus)
+    if gpus > 0:
+        fit = min(fit, int(have_gpus // gpus + 1e-9))
+    if workers is None:
+        workers = fit
+    if workers < 1 or workers > fit:
+        raise ValueError(f"{workers or 1} workers of {cpus:g} CPUs and {gpus:g} GPUs do not fit the cluster "
+                         f"({have_cpus:g} CPUs, {have_gpus:g} GPUs)")
+    return workers
 
 
 def _first_line(error: BaseException) -> str:

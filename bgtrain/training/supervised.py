@@ -22,6 +22,7 @@ that takes a model takes the result.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +92,94 @@ def heldout_loss(network: ValueNetwork, encoded: torch.Tensor, targets: torch.Te
     return total / targets.numel()
 
 
+@dataclass
+class SupervisedState:
+    """What a supervised run carries from step to step, and its checkpoints save: shared by this
+    process's loop and the driver of Ray Train's (``bgtrain.distributed.ray_train``)."""
+
+    network: ValueNetwork
+    optimizer: torch.optim.Optimizer
+    shuffle: torch.Generator  # draws each epoch's order; saved after the draw, so a resume draws the next
+    counters: dict[str, Any]
+    strength: dict[str, Any]
+    within_epoch: dict[str, Any] | None = None  # saved on a signal: where in its epoch the run resumes
+
+    def payload(self, config: Config, rules, training: Dataset, with_training_state: bool,
+                within_epoch: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The checkpoint: the network, the config and counters, with the training state (optimizer,
+        generator) unless ``with_training_state`` is false (final.pt); ``within_epoch`` (``shuffle``: the
+        generator before the epoch's draw, ``start``, ``total``) marks a checkpoint inside an epoch."""
+        state = ({"optimizer": self.optimizer.state_dict(), "shuffle": self.shuffle.get_state()}
+                 if with_training_state else None)
+        if within_epoch is not None:  # the epoch's order is drawn again from the generator before it
+            state.update(shuffle=within_epoch["shuffle"], within_epoch={k: within_epoch[k] for k in ("start", "total")})
+        data = checkpoint_payload(self.network, config, rules.name, dict(self.counters), self.strength, code_version(),
+                                  state)
+        data["datasets"] = [{"path": path, "positions": source["positions"], "labeller": source["labeller"]}
+                            for path, source in zip(config.supervised.datasets, training.sources)]
+        return data
+
+
+def start_state(config: Config, resume: str | Path | None, device: torch.device) -> SupervisedState:
+    """A new run's state (``initial_network``, AdamW, the shuffle generator under run.seed + 1), or the
+    state saved in the checkpoint ``resume``."""
+    supervised = config.supervised
+    network = initial_network(config).to(device)
+    optimizer = torch.optim.AdamW(network.parameters(), lr=supervised.learning_rate,
+                                  weight_decay=supervised.weight_decay)
+    state = SupervisedState(network, optimizer, torch.Generator().manual_seed(config.run.seed + 1),
+                            {"epochs": 0, "steps": 0, "positions": 0, "train_seconds": 0.0, "games": 0, "turns": 0,
+                             "updates": 0}, {})
+    if resume:
+        payload = load_resume_checkpoint(resume, config)
+        network.load_state_dict(network_from_checkpoint(payload, str(resume)).state_dict())
+        optimizer.load_state_dict(payload["training"]["optimizer"])
+        state.shuffle.set_state(payload["training"]["shuffle"])
+        state.counters.update(payload["counters"])
+        state.strength.update(payload.get("strength", {}))
+        state.within_epoch = payload["training"].get("within_epoch")  # saved on a signal, mid-epoch
+    return state
+
+
+def open_writer(config: Config, directory: RunDirectory, state: SupervisedState, resumed: bool):
+    """The run's TensorBoard writer (a resume drops the points after its epoch); the hyperparameters once."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(log_dir=str(directory.path / "tensorboard"),
+                           purge_step=state.counters["epochs"] if resumed else None)
+    if not resumed:
+        writer.add_text("hyperparameters", "```\n" + to_toml_text(config) + "\n```", 0)
+    return writer
+
+
+def end_epoch(state: SupervisedState, config: Config, rules, directory: RunDirectory, writer, training: Dataset,
+              held_encoded: torch.Tensor, held_targets: torch.Tensor, train_loss: float) -> float:
+    """After an epoch (its counters already advanced): the losses and learning rate to TensorBoard, the
+    benchmark's error rates, at the last epoch the strength check, and the epoch's checkpoint. Returns
+    the held-out loss (NaN when nothing is held out)."""
+    supervised = config.supervised
+    network, epoch = state.network, state.counters["epochs"]
+    held_value = heldout_loss(network, held_encoded, held_targets, loss_function(supervised.loss))
+    writer.add_scalar("losses/train", train_loss, epoch)
+    if held_targets.shape[0]:  # heldout_fraction = 0: no held-out loss to record
+        writer.add_scalar("losses/heldout", held_value, epoch)
+        state.strength["heldout_loss"] = held_value
+    writer.add_scalar("charts/learning_rate", state.optimizer.param_groups[0]["lr"], epoch)
+    if config.evaluation.benchmark:  # eval/error_rate/<class>, as TD training logs it
+        log_error_rates(writer, network.eval(), rules, epoch, config.evaluation.benchmark_decisions)
+    if epoch >= supervised.epochs:
+        state.strength.update(evaluate_strength(network.eval(), config, rules))
+        log_strength(writer, state.strength, epoch)
+    if epoch % supervised.checkpoint_every_epochs == 0 or epoch >= supervised.epochs:
+        directory.save(state.payload(config, rules, training, True), epoch, config.checkpoint.keep_last, unit="epoch")
+    return held_value
+
+
 def train_supervised(config: Config, directory: RunDirectory, resume: str | Path | None = None,
                      progress: bool = True, stop: StopSignals | None = None) -> Path:
     """Train (or resume) to ``config.supervised.epochs`` epochs in the run ``directory`` (locked and
     started by ``bgtrain.commands.train.train``); returns the final checkpoint's path. On a signal (``stop``) the
     state after the current minibatch is saved in ``latest.pt``, which resumes inside the epoch."""
-    from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
     supervised = config.supervised
@@ -105,37 +188,11 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
     rules = get_rules(config.run.variant)
     device = torch.device(config.run.device)
     training, held = split_dataset(load_datasets(list(supervised.datasets)), config)
-    network = initial_network(config).to(device)
-    optimizer = torch.optim.AdamW(network.parameters(), lr=supervised.learning_rate,
-                                  weight_decay=supervised.weight_decay)
-    shuffle = torch.Generator().manual_seed(config.run.seed + 1)
-    counters: dict[str, Any] = {"epochs": 0, "steps": 0, "positions": 0, "train_seconds": 0.0, "games": 0,
-                                "turns": 0, "updates": 0}
-    strength: dict[str, Any] = {}
-    within_epoch = None
-    if resume:
-        payload = load_resume_checkpoint(resume, config)
-        network.load_state_dict(network_from_checkpoint(payload, str(resume)).state_dict())
-        optimizer.load_state_dict(payload["training"]["optimizer"])
-        shuffle.set_state(payload["training"]["shuffle"])
-        counters.update(payload["counters"])
-        strength.update(payload.get("strength", {}))
-        within_epoch = payload["training"].get("within_epoch")  # saved on a signal, mid-epoch
-
+    state = start_state(config, resume, device)
+    network, optimizer, shuffle, counters = state.network, state.optimizer, state.shuffle, state.counters
     run_dir = directory.path
     directory.checkpoints.mkdir(parents=True, exist_ok=True)
-    writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"), purge_step=counters["epochs"] if resume else None)
-    if not resume:
-        writer.add_text("hyperparameters", "```\n" + to_toml_text(config) + "\n```", 0)
-
-    def payload(with_training_state: bool, within_epoch: dict[str, Any] | None = None) -> dict[str, Any]:
-        state = {"optimizer": optimizer.state_dict(), "shuffle": shuffle.get_state()} if with_training_state else None
-        if within_epoch is not None:  # the epoch's order is drawn again from the generator before it
-            state.update(shuffle=within_epoch["shuffle"], within_epoch={k: within_epoch[k] for k in ("start", "total")})
-        data = checkpoint_payload(network, config, rules.name, dict(counters), strength, code_version(), state)
-        data["datasets"] = [{"path": path, "positions": source["positions"], "labeller": source["labeller"]}
-                            for path, source in zip(supervised.datasets, training.sources)]
-        return data
+    writer = open_writer(config, directory, state, resume is not None)
 
     loss = loss_function(supervised.loss)
     encoded = encode_all(network, training.positions, rules).to(device)
@@ -152,14 +209,14 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
         network.train()
         epoch_shuffle = shuffle.get_state()
         order = torch.randperm(size, generator=shuffle).to(device)
+        within_epoch, state.within_epoch = state.within_epoch, None
         first, total = (0, 0.0) if within_epoch is None else (within_epoch["start"], within_epoch["total"])
-        within_epoch = None
         for start in range(first, size, supervised.batch_size):
             if stop is not None and stop.received is not None:
                 bar.close()
                 counters["train_seconds"] += time.perf_counter() - started
                 point = {"shuffle": epoch_shuffle, "start": start, "total": total}
-                latest = save_checkpoint(run_dir / "latest.pt", payload(True, point))
+                latest = save_checkpoint(run_dir / "latest.pt", state.payload(config, rules, training, True, point))
                 stop.stopped(resume_hint(latest, f"epoch {counters['epochs']} + {start:,} of {size:,} positions"))
             for group in optimizer.param_groups:
                 group["lr"] = supervised_learning_rate(config, counters["steps"], steps_per_epoch)
@@ -173,24 +230,12 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
         counters["epochs"] += 1
         counters["positions"] += size
         counters["train_seconds"] += time.perf_counter() - started
-        epoch = counters["epochs"]
-        held_value = heldout_loss(network, held_encoded, held_targets, loss)
-        writer.add_scalar("losses/train", total / size, epoch)
-        if held_targets.shape[0]:  # heldout_fraction = 0: no held-out loss to record
-            writer.add_scalar("losses/heldout", held_value, epoch)
-            strength["heldout_loss"] = held_value
-        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], epoch)
-        if config.evaluation.benchmark:  # eval/error_rate/<class>, as TD training logs it
-            log_error_rates(writer, network.eval(), rules, epoch, config.evaluation.benchmark_decisions)
-        if epoch >= supervised.epochs:
-            strength.update(evaluate_strength(network.eval(), config, rules))
-            log_strength(writer, strength, epoch)
-        if epoch % supervised.checkpoint_every_epochs == 0 or epoch >= supervised.epochs:
-            directory.save(payload(True), epoch, config.checkpoint.keep_last, unit="epoch")
+        held_value = end_epoch(state, config, rules, directory, writer, training, held_encoded, held_targets,
+                               total / size)
         bar.update(1)
         bar.set_postfix_str(f"train {total / size:.4f}" + (f" held-out {held_value:.4f}" if held_targets.shape[0] else ""))
     bar.close()
     writer.close()
     final = run_dir / "final.pt"
-    save_checkpoint(final, payload(False))
+    save_checkpoint(final, state.payload(config, rules, training, False))
     return final
