@@ -32,8 +32,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import socket
 import sys
+import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -78,6 +80,21 @@ def check_address(address: str, source: str = "--address") -> str | None:
     return host
 
 
+@contextlib.contextmanager
+def signal_handlers_kept():
+    """This process's SIGINT and SIGTERM handlers (``StopSignals``'s) as they were before the block: joining
+    Ray replaces them (Ray 2.60, seen here: a SIGTERM to a training driver then ended it with status 15, or
+    134 from Ray's core, without saving ``latest.pt``)."""
+    kept = ({number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+            if threading.current_thread() is threading.main_thread() else {})
+    try:
+        yield
+    finally:
+        for number, handler in kept.items():
+            if handler is not None:
+                signal.signal(number, handler)
+
+
 def connect(address: str | None) -> tuple[bool, str]:
     """Join the cluster named by ``address``, else by ``RAY_ADDRESS``, else start a private one on this
     machine (bound to 127.0.0.1; never the last cluster Ray recorded). Returns (whether this call
@@ -89,6 +106,11 @@ def connect(address: str | None) -> tuple[bool, str]:
     host = check_address(address, source) if address is not None else None
     if ray.is_initialized():
         return False, "ray: the Ray session this process already holds"
+    with signal_handlers_kept():
+        return _join(ray, address, host, source)
+
+
+def _join(ray, address: str | None, host: str | None, source: str) -> tuple[bool, str]:
     if address is None:
         keep_loopback()
         ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False)

@@ -33,10 +33,8 @@ A driver killed outright resumes from its last epoch checkpoint; its workers end
 
 from __future__ import annotations
 
-import contextlib
 import queue as queues
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -92,8 +90,7 @@ def train_supervised_ray(config: Config, directory: RunDirectory, resume: str | 
     from ray.util.queue import Queue
 
     joined_here = not ray.is_initialized()  # a library caller's own Ray session stays open
-    with _signal_handlers_kept():
-        _, cluster = connect(settings.address or None)
+    _, cluster = connect(settings.address or None)  # keeps this process's signal handlers (StopSignals')
     storage = Path(tempfile.mkdtemp(prefix="bgtrain-ray-train-"))  # Ray Train's run records (on the driver)
     bar = None
     try:
@@ -161,21 +158,6 @@ def train_supervised_ray(config: Config, directory: RunDirectory, resume: str | 
         if joined_here:  # an orderly disconnect (and the private cluster's end), not the interpreter's exit hooks
             ray.shutdown()
         shutil.rmtree(storage, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _signal_handlers_kept():
-    """This process's SIGINT and SIGTERM handlers (``StopSignals``'s) as they were before the block: joining
-    Ray replaces them (Ray 2.60, seen here: a SIGTERM to the driver then ended it with status 15, or 134
-    from Ray's core, without saving ``latest.pt``)."""
-    kept = ({number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
-            if threading.current_thread() is threading.main_thread() else {})
-    try:
-        yield
-    finally:
-        for number, handler in kept.items():
-            if handler is not None:
-                signal.signal(number, handler)
 
 
 def _trainer(setup: dict[str, Any], workers: int, settings, storage: Path, name: str):
