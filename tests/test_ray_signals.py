@@ -30,6 +30,6 @@ print("kept" if kept else "replaced")
 
 
 def test_joining_ray_keeps_the_drivers_signal_handlers():
-    result = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "kept"
