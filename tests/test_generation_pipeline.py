@@ -204,7 +204,7 @@ def test_the_real_plans_read_with_every_network_trained_and_shipped(name):
         assert [key for _, _, key in plan.networks()][3:6] == ["crashed.0", "crashed.1", "crashed.2"]
         assert plan.start("crashed", 1) == str(plan.generation.home / "runs" / "gen8-crashed.0" / "final.pt")
     else:  # students start from generation 8's members
-        assert {"init:contact", "init:crashed", "init:race"} <= set(names)
+        assert {f"init:{key}" for _, member, key in plan.networks() if member == 0} <= set(names)
         assert all(plan.phases[phase][0].init_from == "checkpoints/bgtrain-supervised.pt" for phase in plan.phases)
 
 

@@ -34,6 +34,8 @@ def assert_same_weights(first, second):
 
 
 def test_td_run_saves_latest_on_sigint_and_resumes_to_the_same_weights(tmp_path, monkeypatch):
+    # The handler the process had (Python's default, or SIG_IGN under a shell that ignores SIGINT).
+    before = signal.getsignal(signal.SIGINT)
     straight = train(tiny_config(tmp_path, "straight"), progress=False)
     steps = {"count": 0}
     original_step = Run.step
@@ -54,7 +56,7 @@ def test_td_run_saves_latest_on_sigint_and_resumes_to_the_same_weights(tmp_path,
     assert 0 < saved["counters"]["games"] < 96
     assert saved["counters"]["turns"] == 100 and saved["training"] is not None
     assert not (tmp_path / "split" / "final.pt").exists()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are given back
+    assert signal.getsignal(signal.SIGINT) is before  # the handlers are given back
     resumed = train(tiny_config(tmp_path, "split"), resume=latest, progress=False)
     assert_same_weights(straight, resumed)
 
@@ -103,6 +105,7 @@ def test_supervised_run_saves_mid_epoch_on_sigterm_and_resumes_to_the_same_weigh
 
 
 def test_a_second_signal_stops_at_once():
+    before = signal.getsignal(signal.SIGINT)
     stop = StopSignals().install()
     try:
         os.kill(os.getpid(), signal.SIGINT)
@@ -111,7 +114,7 @@ def test_a_second_signal_stops_at_once():
             os.kill(os.getpid(), signal.SIGINT)
     finally:
         stop.restore()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_the_command_line_reports_the_save_with_the_signal_status(monkeypatch, capsys):
