@@ -72,33 +72,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--no-progress", action="store_true")
     add_executor_arguments(generate, work_dir=False)
     relabel = actions.add_parser("relabel", help="label an existing dataset's positions again")
-    relabel.add_argument("source", help="the dataset whose positions are labelled")
-    relabel.add_argument("--out", required=True, help="directory of the new dataset")
-    relabel.add_argument("--model", default=DEFAULT_TEACHER,
-                         help=f"model that labels (default {DEFAULT_TEACHER}, as for generate)")
-    relabel.add_argument("--labeller", default="ply:1", help="ply:N or rollout:TRIALS[:truncate=K]")
-    relabel.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
-                         help="keep only positions of these kinds (contact, crashed, race); default: all")
-    add_device(relabel)
-    add_threads(relabel)
-    relabel.add_argument("--no-progress", action="store_true")
+    add_source_arguments(relabel, "the dataset whose positions are labelled",
+                         f"model that labels (default {DEFAULT_TEACHER}, as for generate)", "ply:1")
     plays = actions.add_parser("plays", help="the positions after the plays a teacher ranks, labelled")
-    plays.add_argument("source", help="the dataset whose positions' plays are taken")
-    plays.add_argument("--out", required=True, help="directory of the new dataset")
-    plays.add_argument("--model", default=DEFAULT_TEACHER,
-                       help=f"model that ranks the plays and labels (default {DEFAULT_TEACHER})")
-    plays.add_argument("--labeller", default="ply:0", help="ply:N or rollout:TRIALS[:truncate=K] (default ply:0)")
+    add_source_arguments(plays, "the dataset whose positions' plays are taken",
+                         f"model that ranks the plays and labels (default {DEFAULT_TEACHER})", "ply:0")
     plays.add_argument("--top", type=int, default=6, help="best plays kept per position (by the model's 0-ply)")
     plays.add_argument("--others", type=float, default=3.0, help="about this many of the other plays kept, drawn")
     add_seed(plays)
-    plays.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
-                       help="keep only positions of these kinds (contact, crashed, race); default: all")
-    add_device(plays)
-    add_threads(plays)
-    plays.add_argument("--no-progress", action="store_true")
     info = actions.add_parser("info", help="summarise a dataset")
     info.add_argument("directory")
     info.add_argument("--json", action="store_true", help="print the manifest")
+
+
+def add_source_arguments(parser: argparse.ArgumentParser, source_help: str, model_help: str, labeller: str) -> None:
+    """What ``relabel`` and ``plays`` share: a source dataset, the new one's directory, the teacher, its
+    labeller, the kinds kept, device, threads and progress."""
+    parser.add_argument("source", help=source_help)
+    parser.add_argument("--out", required=True, help="directory of the new dataset")
+    parser.add_argument("--model", default=DEFAULT_TEACHER, help=model_help)
+    parser.add_argument("--labeller", default=labeller, help=f"ply:N or rollout:TRIALS[:truncate=K] (default {labeller})")
+    parser.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
+                        help="keep only positions of these kinds (contact, crashed, race); default: all")
+    add_device(parser)
+    add_threads(parser)
+    parser.add_argument("--no-progress", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
