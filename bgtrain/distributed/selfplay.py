@@ -53,11 +53,11 @@ def shard_seed(run_seed: int, index: int) -> int:
 class DistributedRun(Run):
     """A training run whose self-play happens in shards on an executor (module docstring)."""
 
-    def __init__(self, config: Config, rules=None) -> None:
+    def __init__(self, config: Config, rules=None, initial_weights: bool = True) -> None:
         if config.train.method != "lambda_return":
             raise ValueError("[executor] mode 'process' or 'ray' trains on lambda-returns: "
                              "it needs train.method = 'lambda_return'")
-        super().__init__(config, rules)
+        super().__init__(config, rules, initial_weights)
         self.shards = 0  # shards learned from; shard tasks are numbered from 0 in the order asked
         self.version = 0  # the weights version the actors are sent
         self.executor = None

@@ -154,3 +154,14 @@ def network_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint")
         raise ValueError(f"{source}: weights do not fit the model it describes ({first_line})") from None
     network.eval()
     return network
+
+
+def load_initial_weights(network: ValueNetwork, source: str, setting: str) -> None:
+    """Start ``network`` from the weights of the checkpoint at ``source`` (``setting`` names the config
+    field that asked, for the error): the shapes must match, since a different encoder or hidden layer
+    cannot take them over."""
+    loaded = network_from_checkpoint(load_checkpoint(source), source)
+    if loaded.model_args() != network.model_args():
+        raise ValueError(f"{setting} = {source!r} holds {loaded.model_args()}, the config asks "
+                         f"for {network.model_args()}; set [model] to match")
+    network.load_state_dict(loaded.state_dict())

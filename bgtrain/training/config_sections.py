@@ -137,6 +137,10 @@ class TrainConfig:
     """Clip the gradient's global norm to this value; 0 turns clipping off."""
     total_games: int = 1_000_000
     """Self-play games to train on; the learning-rate schedule spans them."""
+    init_from: str = ""
+    """A checkpoint whose network starts the self-play training (another variant's model, or an earlier run's
+    ``final.pt`` to train on at a new schedule); "" starts from random weights under ``run.seed``. The
+    [model] section must describe the same network. A resume ignores it (the checkpoint has the weights)."""
 
     def __post_init__(self) -> None:
         _choice("train", "method", self.method, ("lambda_return", "eligibility_traces", "supervised"))

@@ -32,7 +32,7 @@ from bgtrain.benchmark.scorer import log_error_rates
 from bgtrain.datasets import Dataset, load_datasets
 from bgtrain.model.checkpoint import (
     checkpoint_payload,
-    load_checkpoint,
+    load_initial_weights,
     network_from_checkpoint,
     save_checkpoint,
 )
@@ -68,12 +68,7 @@ def initial_network(config: Config) -> ValueNetwork:
     torch.manual_seed(config.run.seed)
     network = ValueNetwork(config.model.encoder, config.model.hidden, config.model.activation)
     if config.supervised.init_from:
-        source = config.supervised.init_from
-        loaded = network_from_checkpoint(load_checkpoint(source), source)
-        if loaded.model_args() != network.model_args():
-            raise ValueError(f"[supervised] init_from = {source!r} holds {loaded.model_args()}, the config asks "
-                             f"for {network.model_args()}; set [model] to match")
-        network.load_state_dict(loaded.state_dict())
+        load_initial_weights(network, config.supervised.init_from, "[supervised] init_from")
     return network
 
 

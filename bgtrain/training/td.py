@@ -47,7 +47,12 @@ from typing import Any
 import torch
 from torch.func import functional_call, jacrev, vmap
 
-from bgtrain.model.checkpoint import checkpoint_payload, network_from_checkpoint, save_checkpoint
+from bgtrain.model.checkpoint import (
+    checkpoint_payload,
+    load_initial_weights,
+    network_from_checkpoint,
+    save_checkpoint,
+)
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import WIN, cubeless_equity, flip_outcomes, terminal_outcomes
 from bgtrain.training import run_directory as runs
@@ -216,7 +221,9 @@ _TURN_FIELDS = ("board", "next_value", "ended", "outcome", "truncated", "extra_r
 class Run:
     """A training run: its network, optimizer, self-play state, buffer and counters."""
 
-    def __init__(self, config: Config, rules: Rules | None = None) -> None:
+    def __init__(self, config: Config, rules: Rules | None = None, initial_weights: bool = True) -> None:
+        """A new run under ``config``; ``initial_weights=False`` leaves out ``[train] init_from`` (a resume
+        loads the checkpoint's weights instead, so the file it started from need not still exist)."""
         self.config = config
         rules = get_rules(config.run.variant) if rules is None else rules
         self.rules = rules
@@ -224,11 +231,17 @@ class Run:
         torch.manual_seed(config.run.seed)  # initial weights only; every later draw has its own generator
         try:
             self.network = ValueNetwork(config.model.encoder, config.model.hidden, config.model.activation)
+            started_from_weights = bool(config.train.init_from and initial_weights)
+            if started_from_weights:
+                load_initial_weights(self.network, config.train.init_from, "[train] init_from")
             self.network.to(self.device)
         except (RuntimeError, MemoryError) as error:  # torch's allocation failures (OutOfMemoryError included)
             raise ValueError(f"[model] hidden = {list(config.model.hidden)}: the network cannot be allocated "
                              f"({(str(error).strip().splitlines() or ['out of memory'])[0][:100]})") from None
-        self.previous_network: ValueNetwork | None = None  # the weights of the previous evaluation
+        # The weights of the previous evaluation; a run started from a checkpoint's weights compares its
+        # first evaluation with them, so the learning curve shows what the new games added.
+        self.previous_network: ValueNetwork | None = (
+            copy.deepcopy(self.network).eval() if started_from_weights else None)
         self.log_points: list[tuple[str, float, int]] = []  # TensorBoard points of the checkpoint's step
         if config.train.optimizer == "adam":
             self.optimizer = torch.optim.AdamW(
@@ -356,7 +369,7 @@ class Run:
         apply; ``bgtrain.training.run_directory.FIXED_ON_RESUME`` lists those that cannot, refused by name)."""
         payload = runs.load_resume_checkpoint(path, overrides)
         config = overrides or config_from_dict(payload["config"])
-        run = cls(config)
+        run = cls(config, initial_weights=False)
         loaded = network_from_checkpoint(payload, str(path))
         training = payload["training"]
         try:
