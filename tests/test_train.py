@@ -132,6 +132,31 @@ def test_resume_continues_exactly(tmp_path):
     assert counters["games"] >= 96
 
 
+def test_a_run_starts_from_a_checkpoints_weights_and_plays_it_first(tmp_path):
+    """``[train] init_from``: the network starts as the checkpoint's, the first evaluation plays the starting
+    model as "previous", a resume does not need the starting file, and a network of another shape is refused."""
+    source = train(tiny_config(tmp_path, "source", "train.total_games=48"), progress=False)
+    run = Run(tiny_config(tmp_path, "start", f"train.init_from={source}"))
+    for key, value in final_weights(source).items():
+        assert torch.equal(run.network.state_dict()[key], value), key
+    assert run.previous_network is not None
+    assert torch.equal(run.previous_network.state_dict()["output_layer.bias"], final_weights(source)["output_layer.bias"])
+
+    moved = tmp_path / "moved.pt"
+    source.rename(moved)
+    config = tiny_config(tmp_path, "continued", f"train.init_from={moved}", "train.total_games=48",
+                         "evaluation.every_games=48")
+    final = train(config, progress=False)
+    assert "previous" in torch.load(final, weights_only=False)["strength"]
+    moved.rename(tmp_path / "gone.pt")  # the resume loads the run's own checkpoint, not init_from
+    train(tiny_config(tmp_path, "continued", f"train.init_from={moved}", "train.total_games=96",
+                      "evaluation.every_games=48"),
+          resume=tmp_path / "continued" / "latest.pt", progress=False)
+
+    with pytest.raises(ValueError, match=r"\[train\] init_from = .* set \[model\] to match"):
+        Run(tiny_config(tmp_path, "wrong", f"train.init_from={tmp_path / 'gone.pt'}", "model.hidden=[9]"))
+
+
 def test_eligibility_traces_learn_and_change_the_weights(tmp_path):
     config = tiny_config(tmp_path, "traces", "train.method=eligibility_traces", "train.optimizer=sgd",
                          "train.learning_rate=0.1", "train.total_games=16")

@@ -47,8 +47,8 @@ def test_each_variant_ships_a_small_model_trained_for_it(variant):
 
 def test_standard_backgammon_keeps_the_strongest_model_and_unshipped_variants_are_named():
     assert shipped_model_name(None) == shipped_model_name("backgammon") == Path("checkpoints/bgtrain-distilled.pt")
-    with pytest.raises(ValueError, match="no model is shipped for variant 'hypergammon2'"):
-        shipped_model_name("hypergammon2")
+    with pytest.raises(ValueError, match="no model is shipped for variant 'acey-deucey-single'"):
+        shipped_model_name("acey-deucey-single")
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -16,8 +16,9 @@ from engine.variants import get_rules
 
 CHECKPOINTS = Path("checkpoints")
 STANDARD_MODEL = CHECKPOINTS / "bgtrain-distilled.pt"
-# The variants with a model of their own; not yet hypergammon1, hypergammon2 and acey-deucey-single.
-SHIPPED_VARIANTS = ("backgammon", "nackgammon", "hypergammon", "dutch", "acey-deucey", "play-to-lose")
+# The variants with a model of their own; acey-deucey-single (the other reading of acey-deucey's pay) has none.
+SHIPPED_VARIANTS = ("backgammon", "nackgammon", "hypergammon", "hypergammon2", "hypergammon1", "dutch", "acey-deucey",
+                    "play-to-lose")
 
 
 def shipped_model_name(variant: str | None = None) -> Path:
