@@ -169,3 +169,28 @@ def test_hyper3_sample_is_bellman_consistent():
     if not path.is_file():
         pytest.skip(f"no {path} (makehyper -c 3 takes about 1.5 hours)")
     sample_check(HypergammonDatabase(path), 4000, seed=2)
+
+
+def test_exact_agent_plays_the_best_afterstate_and_refuses_other_variants():
+    from bgtrain.arena.exact import ExactHypergammonAgent
+    from bgtrain.arena.specs import make_agent
+    from engine.random_play import sample_positions
+    from engine.state import State
+
+    rules = get_rules("hypergammon1")
+    agent = make_agent(f"exact:{HYPER1}", rules)
+    assert isinstance(agent, ExactHypergammonAgent) and agent.name == f"exact:{HYPER1}"
+    board, dice = sample_positions(400, seed=3, rules=rules, games=64, turns=40)
+    afterstates = legal_afterstates(board, dice, rules)
+    count = board.shape[0]
+    zeros = torch.zeros(count, dtype=torch.int32)
+    state = State(board, dice, zeros.to(torch.int8), zeros, zeros.bool(), zeros.to(torch.int8))
+    chosen = afterstates.select(agent.choose(state, afterstates))
+    values = afterstate_equities(agent.database, afterstates.boards)
+    best = torch.full((count,), -9.0, dtype=torch.float64).scatter_reduce(0, afterstates.position, values, "amax")
+    torch.testing.assert_close(afterstate_equities(agent.database, chosen), best)
+    assert (afterstates.counts > 1).sum() > 10  # real choices among them (one checker has few: a hit on the way)
+    with pytest.raises(ValueError, match="only hypergammon1, hypergammon2, hypergammon, not 'nackgammon'"):
+        make_agent(f"exact:{HYPER1}", get_rules("nackgammon"))
+    with pytest.raises(ValueError, match="1-checker hypergammon, not 'hypergammon2'"):
+        make_agent(f"exact:{HYPER1}", get_rules("hypergammon2"))
