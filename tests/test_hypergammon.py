@@ -10,8 +10,10 @@ Backgammon is installed, in the slow tests.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,27 @@ def test_exact_agent_plays_the_best_afterstate_and_refuses_other_variants():
         make_agent(f"exact:{HYPER1}", get_rules("nackgammon"))
     with pytest.raises(ValueError, match="1-checker hypergammon, not 'hypergammon2'"):
         make_agent(f"exact:{HYPER1}", get_rules("hypergammon2"))
+
+
+def test_bench_script_scores_the_database_perfect_and_random_not(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_hypergammon_exact.py"
+    output = tmp_path / "report.json"
+    command = [sys.executable, str(script), "--variant", "hypergammon1", "--model", f"exact:{HYPER1}",
+               "--database", str(HYPER1), "--games", "100", "--compare", "random,heuristic", "--json", str(output)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(output.read_text())
+    exact, random_agent, heuristic = report["agents"]
+    assert exact["choices"] > 10 and exact["moves"] == report["positions"]
+    assert exact["summed_loss"] == 0 and exact["not_best_fraction"] == 0
+    assert exact["equity_error"]["largest"] < 1e-6
+    assert random_agent["millipoints_per_choice"] > 0 and random_agent["not_best_fraction"] > 0
+    assert random_agent["equity_error"] is None
+    assert heuristic["moves"] == exact["moves"]
+    assert "signature: positions" in done.stdout
+    wrong = subprocess.run([*command[:3], "backgammon"], check=False, capture_output=True, text=True, timeout=120)
+    assert wrong.returncode == 2 and "invalid choice" in wrong.stderr
+    missing_path = str(tmp_path / "hyper1.bd")
+    missing = subprocess.run([*command[:7], missing_path], check=False, capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert "makehyper -c 1" in missing.stderr

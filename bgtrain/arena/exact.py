@@ -34,3 +34,8 @@ class ExactHypergammonAgent:
 
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:
         return argmax_per_position(self.equities(afterstates), afterstates)
+
+    def cube_probabilities(self, board: torch.Tensor) -> torch.Tensor:
+        """The exact outcome probabilities of ``board: int8[B, 28]`` for its side to move, before its roll:
+        ``float32[B, 5]`` (what ``bgtrain.arena.cube_duel`` doubles and takes on)."""
+        return self.database.probabilities(board).float()
