@@ -49,7 +49,7 @@ from engine.state import State
 from engine.variants import get_rules
 
 BATCH = 8192  # positions per move generation while scoring
-MAX_TURNS = 2000  # a hypergammon game that has not ended by then is not scored (none has been seen)
+MAX_TURNS = 2000  # a bound on the lock-step loop: hypergammon games end long before (positions so far are kept)
 BEST_TOLERANCE = 1e-6  # plays within this of the best exact equity count as best (the file holds 2^-24 steps)
 
 
