@@ -173,9 +173,13 @@ def print_report(report: dict) -> None:
     for row in report["agents"]:
         errors = row["equity_error"]
         equity = f"{errors['mean_absolute']:9.4f} {errors['rms']:8.4f}" if errors else f"{'-':>9} {'-':>8}"
+        if row["choices"]:
+            choice = (f"{row['millipoints_per_choice']:8.2f} ± {row['millipoints_per_choice_95']:5.2f} "
+                      f"{100 * row['not_best_fraction']:6.2f}% ± {100 * row['not_best_fraction_95']:4.2f}")
+        else:
+            choice = f"{'-':>16} {'-':>14}"  # no roll offered plays of different equity
         print(f"{row['agent']:<48} {row['millipoints_per_move']:8.2f} ± {row['millipoints_per_move_95']:5.2f} "
-              f"{row['millipoints_per_choice']:8.2f} ± {row['millipoints_per_choice_95']:5.2f} "
-              f"{100 * row['not_best_fraction']:6.2f}% ± {100 * row['not_best_fraction_95']:4.2f} {equity}")
+              f"{choice} {equity}")
     first = report["agents"][0]
     print(f"  moves {first['moves']:,}, with a choice {first['choices']:,}; mp = millipoints of cubeless money "
           "equity lost against the exact best play, 95% intervals over games")
