@@ -220,3 +220,18 @@ def test_bench_script_scores_the_database_perfect_and_random_not(tmp_path):
     missing = subprocess.run([*command[:7], missing_path], check=False, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "makehyper -c 1" in missing.stderr
+
+
+def test_bench_command_with_the_exact_agent(tmp_path):
+    def bench(*arguments):
+        return subprocess.run([sys.executable, "-m", "bgtrain.cli", "bench", *arguments, "--games", "40",
+                               "--seed", "1", "--threads", "1", "--json", str(tmp_path / "bench.json")],
+                              check=False, capture_output=True, text=True, timeout=300)
+
+    done = bench(f"exact:{HYPER1}", f"exact:{HYPER1}", "--variant", "hypergammon1")
+    assert done.returncode == 0, done.stderr
+    # The same perfect player in both seats of every dice sequence: each pair's points cancel.
+    assert json.loads((tmp_path / "bench.json").read_text())["points_per_game"] == 0
+    refused = bench(f"exact:{HYPER1}", "random", "--variant", "nackgammon")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "only hypergammon1, hypergammon2, hypergammon" in refused.stderr
