@@ -169,7 +169,7 @@ def test_hyper2_built_by_makehyper_is_bellman_consistent(tmp_path):
 def test_hyper3_sample_is_bellman_consistent():
     path = default_path(3)
     if not path.is_file():
-        pytest.skip(f"no {path} (makehyper -c 3 takes about 1.5 hours)")
+        pytest.skip(f"no {path} (makehyper -c 3 takes hours)")
     sample_check(HypergammonDatabase(path), 4000, seed=2)
 
 

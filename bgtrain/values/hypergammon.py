@@ -26,7 +26,7 @@ Where the file is
 -----------------
 An explicit path, else ``$BGTRAIN_HYPERGAMMON_DIR/hyperN.bd``, else ``hyperN.bd`` in the cache
 directory of the bear-off databases (``~/.cache/bgtrain``; ``default_path``). The files are GNU's own
-output and are not built here: ``makehyper -c 3`` takes about an hour and a half on one core (300 MB),
+output and are not built here: ``makehyper -c 3`` takes hours on one core (300 MB; 6 to 12 minutes an iteration here),
 ``-c 2`` a minute (3.4 MB), ``-c 1`` a tenth of a second (19 KB).
 """
 
@@ -202,7 +202,7 @@ class HypergammonDatabase:
 def build_hint(path: str | Path) -> str:
     checkers = "".join(ch for ch in Path(path).stem if ch.isdigit()) or "N"
     return (f"build it with GNU Backgammon's `makehyper -c {checkers} -f {path}` "
-            "(Debian package gnubg; 3 checkers take about 1.5 hours)")
+            "(Debian package gnubg; 3 checkers take hours)")
 
 
 def load_hypergammon_database(path: str | Path | None = None, rules: Rules | None = None) -> HypergammonDatabase:
