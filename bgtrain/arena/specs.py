@@ -12,6 +12,8 @@ Forms of ``spec`` (:data:`SPEC_FORMS`):
                              (to measure what training for the variant adds), where its inputs fit;
 ``shipped`` / ``shipped:Nply``  the variant's shipped model (``bgtrain.model.shipped``), as a checkpoint;
 ``PATH.onnx`` / ``PATH.onnx:Nply``  an exported ONNX model (``bgtrain.model.onnx_model``), the same way;
+``exact`` / ``exact:PATH``   perfect cubeless play of hypergammon1/2/3 from GNU Backgammon's database
+                             (``bgtrain.arena.exact``): ``hyperN.bd`` at PATH, else the default lookup;
 ``gnubg:0ply|1ply|2ply``     GNU Backgammon's checker play (``bgtrain.arena.gnubg``; ``gnubg`` alone
                              is 0-ply), when ``pip install gnubg-nn`` has been run.
 
@@ -38,11 +40,13 @@ SPEC_FORMS = (
     "shipped[:Nply] (the variant's shipped model)",
     "PATH.onnx[:Nply] (an exported model)",
     "gnubg:0ply|1ply|2ply (needs `pip install gnubg-nn`)",
+    "exact[:PATH] (hypergammon from GNU's hyperN.bd database)",
 )
 
 _MODEL = re.compile(r"^(?P<path>.+?\.(?P<suffix>pt|onnx))(?::(?P<ply>\d+)ply)?(?P<any>:any-variant)?$", re.IGNORECASE)
 _SHIPPED = re.compile(r"^shipped(?::(?P<ply>\d+)ply)?$", re.IGNORECASE)
 _GNUBG = re.compile(r"^gnubg(?::(?P<ply>\d+)ply)?$", re.IGNORECASE)
+_EXACT = re.compile(r"^exact(?::(?P<path>.+))?$", re.IGNORECASE)
 
 
 def _unknown(spec: str) -> ValueError:
@@ -77,6 +81,11 @@ def make_agent(
         agent = GnubgAgent(int(gnubg.group("ply") or 0), rules)
         agent.name = text
         return agent
+    exact = _EXACT.match(text)
+    if exact:
+        from bgtrain.arena.exact import ExactHypergammonAgent
+
+        return ExactHypergammonAgent(rules, exact.group("path"), text)
     model = model_spec(text, rules)
     if model:
         return _model_agent(model, text, rules, device, bearoff)

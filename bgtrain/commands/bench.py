@@ -6,7 +6,8 @@
 Agents: ``random``, ``pubeval``, ``heuristic`` (rules of thumb for the variant), ``PATH.pt[:Nply]`` (a
 checkpoint; ``:any-variant`` last for a variant it was not trained for), ``shipped[:Nply]`` (the
 ``--variant``'s shipped model), ``PATH.onnx[:Nply]`` (an export), ``gnubg:0ply|1ply|2ply`` (GNU
-Backgammon, after ``pip install gnubg-nn``); see ``bgtrain.arena.specs``.
+Backgammon, after ``pip install gnubg-nn``), ``exact[:PATH]`` (perfect hypergammon from GNU's
+``hyperN.bd``); see ``bgtrain.arena.specs``.
 
 By default: cubeless money games, gammons and backgammons counted. Every dice sequence is played twice
 with the seats swapped (``bgtrain.arena.duel``), so N is rounded up to even and the interval is over
