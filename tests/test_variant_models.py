@@ -100,6 +100,25 @@ def test_play_chooses_each_variants_model(variant, tmp_path):
     assert model.name == f"bgtrain-{variant}.pt" and session.evaluator.rules.name == variant and not resumed
 
 
+def test_play_takes_a_model_of_another_variant_when_asked(tmp_path):
+    """``--model PATH:any-variant`` plays the ``--variant`` with a model trained for another (nackgammon by
+    the standard model); without the suffix that model is refused, and the suffix needs ``--variant``."""
+    pytest.importorskip("uvicorn")
+    from bgtrain.cli import build_parser
+    from bgtrain.commands.play import build_session
+
+    def session_of(*extra):
+        return build_session(build_parser().parse_args(["play", "--no-browser", "--save", str(tmp_path / "s.json"),
+                                                        *extra]))
+
+    model, session, _ = session_of("--variant", "nackgammon", "--model", "checkpoints/bgtrain-default.pt:any-variant")
+    assert model.name == "bgtrain-default.pt" and session.evaluator.rules.name == "nackgammon"
+    with pytest.raises(ValueError, match="trained for 'backgammon', not for 'nackgammon'"):
+        session_of("--variant", "nackgammon", "--model", "checkpoints/bgtrain-default.pt")
+    with pytest.raises(ValueError, match="name the variant it is to play with --variant"):
+        session_of("--model", "checkpoints/bgtrain-default.pt:any-variant")
+
+
 def test_the_shipped_agent_and_any_variant_models():
     rules = get_rules("nackgammon")
     assert make_agent("shipped", rules).name == "shipped"

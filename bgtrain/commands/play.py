@@ -20,9 +20,12 @@ from pathlib import Path
 
 from bgtrain.model.shipped import MODEL_HELP, shipped_model
 
+ANY_VARIANT = ":any-variant"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help=f"the bot's checkpoint or .onnx (default {MODEL_HELP})")
+    parser.add_argument("--model", help=f"the bot's checkpoint or .onnx (default {MODEL_HELP}); "
+                        f"PATH{ANY_VARIANT} plays the --variant with a model trained for another")
     parser.add_argument("--ply", type=int, default=0, help="the bot's search depth, GNU numbering (default 0)")
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument("--money", action="store_true", help="money play (the default)")
@@ -76,8 +79,20 @@ def build_session(args: argparse.Namespace, clock=None, dice=None):
     from bgtrain.web.game import Session, Settings
     from engine.variants import get_rules
 
-    model = Path(args.model) if args.model else shipped_model(args.variant)
-    evaluator = Evaluator.from_path(model)
+    text = args.model or ""
+    any_variant = text.lower().endswith(ANY_VARIANT)
+    model = Path(text[: -len(ANY_VARIANT)] if any_variant else text) if text else shipped_model(args.variant)
+    if any_variant:
+        # A model trained for one variant playing another (nackgammon by the standard model, as GNU
+        # Backgammon plays it with its standard nets), where its inputs fit.
+        from bgtrain.model.loading import load_model
+
+        if args.variant is None:
+            raise ValueError(f"--model {text}: name the variant it is to play with --variant")
+        loaded = load_model(model)
+        evaluator = Evaluator.from_network(loaded.model, get_rules(args.variant), pruning=loaded.pruning)
+    else:
+        evaluator = Evaluator.from_path(model)
     if args.variant is not None and get_rules(args.variant) != evaluator.rules:
         raise ValueError(f"{model} was trained for {evaluator.rules.name!r}, not for {args.variant!r} "
                          f"(pass --variant {evaluator.rules.name} or another model)")
