@@ -7,6 +7,8 @@
                              [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset relabel SOURCE --out DIR [--model M] [--labeller ply:1] [--kinds crashed]
     bgtrain dataset plays SOURCE --out DIR [--model M] [--labeller ply:0] [--top 6] [--others 3] [--seed K]
+    bgtrain dataset select SOURCE --out PREFIX [--threshold 0.03] [--keep 0.15] [--parts 2] [--shard-size 5000]
+                           [--seed K]
     bgtrain dataset info DIR [--json]
 
 ``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
@@ -28,6 +30,11 @@ positions already found. It resumes after a kill the same way.
 ``plays`` takes, for each position of SOURCE, a roll and the positions after its ``--top`` best plays by
 the model's 0-ply and about ``--others`` more of the rest (``bgtrain.datasets.plays``), and labels them:
 what a student needs to rank plays as its teacher does (a distillation's positions). It resumes the same way.
+
+``select`` takes the positions of a dataset labelled at 1-ply (or deeper) where its label and its model's
+0-ply differ by more than ``--threshold`` in cubeless equity, and ``--keep`` of the others, and writes them
+as ``--parts`` datasets ``PREFIX-0``, ``PREFIX-1``, ... of small shards, one for each process that relabels
+them deeper (``bgtrain.datasets.selection``): the deep labels go where the model's 0-ply is wrong.
 
 ``--executor ray`` makes the shards on a Ray cluster (``bgtrain.distributed.datasets``: one shard per
 work unit; this process writes them and the manifest as they arrive), byte for byte the files an
@@ -80,6 +87,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     plays.add_argument("--top", type=int, default=6, help="best plays kept per position (by the model's 0-ply)")
     plays.add_argument("--others", type=float, default=3.0, help="about this many of the other plays kept, drawn")
     add_seed(plays)
+    select = actions.add_parser("select", help="the positions where a dataset's label and its 0-ply disagree")
+    select.add_argument("source", help="a dataset labelled at 1-ply or deeper")
+    select.add_argument("--out", required=True, help="prefix of the new datasets (PREFIX-0, PREFIX-1, ...)")
+    select.add_argument("--threshold", type=float, default=0.03, help="cubeless equity difference kept")
+    select.add_argument("--keep", type=float, default=0.15, help="probability of keeping any other position")
+    select.add_argument("--parts", type=int, default=2, help="datasets written, one for each relabelling process")
+    select.add_argument("--shard-size", type=int, default=5000)
+    add_seed(select)
     info = actions.add_parser("info", help="summarise a dataset")
     info.add_argument("directory")
     info.add_argument("--json", action="store_true", help="print the manifest")
@@ -121,6 +136,16 @@ def run(args: argparse.Namespace) -> int:
         print("kinds: " + ", ".join(f"{kind} {count:,}" for kind, count in sorted(kinds.items())))
         if seconds:
             print(f"selection and labelling: {seconds:,.1f} s, {labelled / seconds:,.1f} positions/s")
+        return 0
+
+    if args.action == "select":
+        from bgtrain.datasets.selection import SelectionSettings, part_directories, select_disagreements
+
+        settings = SelectionSettings(args.threshold, args.keep, args.parts, args.shard_size, args.seed)
+        manifests = select_disagreements(args.source, args.out, settings)
+        written = ", ".join(f"{manifest['positions']:,} in {name}" for manifest, name in
+                            zip(manifests, part_directories(args.out, args.parts)))
+        print(f"dataset: the positions of {args.source} where its label and its 0-ply disagree: {written}")
         return 0
 
     from bgtrain.datasets.generate import GenerationSettings, generate_dataset

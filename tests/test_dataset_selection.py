@@ -1,0 +1,81 @@
+"""``bgtrain dataset select``: the positions where a dataset's label and its model's 0-ply disagree."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import compile_mode
+
+from bgtrain.cli import main
+from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
+from bgtrain.datasets.generate import GenerationSettings, generate_dataset
+from bgtrain.datasets.selection import SelectionSettings, part_directories, select_disagreements
+from bgtrain.model.network import ValueNetwork
+from bgtrain.outcomes import cubeless_equity
+from bgtrain.values.evaluator import Evaluator
+
+SOURCE = GenerationSettings(positions=80, shard_size=40, seed=3, games_in_parallel=24, burn_in_turns=10,
+                            sample_rate=0.5, select_ply=0)
+
+
+@pytest.fixture(autouse=True)
+def op_by_op():
+    with compile_mode("never"):  # small batches: compiling the engine would cost more than it saves
+        yield
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    torch.manual_seed(2)
+    teacher = Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+    directory = tmp_path_factory.mktemp("source")
+    generate_dataset(directory, teacher, PlyLabeller(teacher, 1, "tiny"), SOURCE, "tiny", progress=False)
+    return directory
+
+
+def rows_of(data) -> list[tuple]:
+    return sorted(tuple(row) for row in torch.cat([data.positions.long(), (data.targets * 1e6).round().long()], 1).tolist())
+
+
+def test_the_disagreeing_positions_are_all_kept_and_the_others_at_the_rate(source, tmp_path):
+    data = load_datasets(source)
+    difference = (cubeless_equity(data.targets) - cubeless_equity(data.zero_ply)).abs()
+    threshold = float(difference.median())  # half the positions disagree by more
+    settings = SelectionSettings(threshold=threshold, keep=0.0, parts=3, shard_size=7, seed=4)
+    manifests = select_disagreements(source, tmp_path / "sel", settings)
+    parts = [load_datasets(directory) for directory in part_directories(tmp_path / "sel", 3)]
+    kept = [row for part in parts for row in rows_of(part)]
+    assert sorted(kept) == rows_of(data.where(difference > threshold))
+    assert all(len(part) for part in parts) and all(max(s["positions"] for s in m["shards"]) <= 7 for m in manifests)
+    everything = select_disagreements(source, tmp_path / "all", SelectionSettings(threshold=threshold, keep=1.0,
+                                                                                 parts=1, seed=4))
+    assert everything[0]["positions"] == len(data)
+    # The labels travel unchanged, and the manifest says how the positions were chosen.
+    manifest = read_manifest(tmp_path / "sel-0")
+    assert manifest["labeller"] == read_manifest(source)["labeller"]
+    assert manifest["settings"]["selected"]["threshold"] == threshold
+
+
+def test_a_rerun_keeps_the_selection_and_another_one_is_refused(source, tmp_path):
+    settings = SelectionSettings(threshold=0.01, keep=0.5, parts=2, shard_size=10, seed=9)
+    first = select_disagreements(source, tmp_path / "sel", settings)
+    (tmp_path / "sel-1" / "manifest.json").unlink()  # killed before its second part was listed
+    again = select_disagreements(source, tmp_path / "sel", settings)
+    assert again == first
+    with pytest.raises(ValueError, match="holds another dataset"):
+        select_disagreements(source, tmp_path / "sel", SelectionSettings(threshold=0.01, keep=0.5, seed=10))
+
+
+def test_cli_select(source, tmp_path, capsys):
+    assert main(["dataset", "select", str(source), "--out", str(tmp_path / "s"), "--parts", "1",
+                 "--threshold", "0", "--keep", "0"]) == 0
+    assert "disagree" in capsys.readouterr().out
+    assert read_manifest(tmp_path / "s-0")["settings"]["selected"]["parts"] == 1
+    assert main(["dataset", "select", str(source), "--out", str(tmp_path / "x"), "--keep", "1.5"]) == 2
+    assert "keep must be a probability" in capsys.readouterr().err
+    zero = tmp_path / "zero"
+    torch.manual_seed(2)
+    teacher = Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+    generate_dataset(zero, teacher, PlyLabeller(teacher, 0, "tiny"), SOURCE, "tiny", progress=False)
+    assert main(["dataset", "select", str(zero), "--out", str(tmp_path / "z")]) == 2
+    assert "labelled at 0-ply" in capsys.readouterr().err
