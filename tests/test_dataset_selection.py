@@ -25,9 +25,13 @@ def op_by_op():
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory):
+def teacher() -> Evaluator:
     torch.manual_seed(2)
-    teacher = Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+    return Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, teacher):
     directory = tmp_path_factory.mktemp("source")
     generate_dataset(directory, teacher, PlyLabeller(teacher, 1, "tiny"), SOURCE, "tiny", progress=False)
     return directory
@@ -66,7 +70,7 @@ def test_a_rerun_keeps_the_selection_and_another_one_is_refused(source, tmp_path
         select_disagreements(source, tmp_path / "sel", SelectionSettings(threshold=0.01, keep=0.5, seed=10))
 
 
-def test_cli_select(source, tmp_path, capsys):
+def test_cli_select(source, teacher, tmp_path, capsys):
     assert main(["dataset", "select", str(source), "--out", str(tmp_path / "s"), "--parts", "1",
                  "--threshold", "0", "--keep", "0"]) == 0
     assert "disagree" in capsys.readouterr().out
@@ -74,8 +78,6 @@ def test_cli_select(source, tmp_path, capsys):
     assert main(["dataset", "select", str(source), "--out", str(tmp_path / "x"), "--keep", "1.5"]) == 2
     assert "keep must be a probability" in capsys.readouterr().err
     zero = tmp_path / "zero"
-    torch.manual_seed(2)
-    teacher = Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
     generate_dataset(zero, teacher, PlyLabeller(teacher, 0, "tiny"), SOURCE, "tiny", progress=False)
     assert main(["dataset", "select", str(zero), "--out", str(tmp_path / "z")]) == 2
     assert "labelled at 0-ply" in capsys.readouterr().err
