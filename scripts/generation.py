@@ -5,14 +5,15 @@ pipeline"):
         [--executor ray [--address auto|HOST:PORT] [--workers N]] [--stop-after STAGE] [--in-process]
 
 The stages (``bgtrain.generation.stages``): every ``[[datasets]]`` generated, every ``[[relabel]]``,
-the students' starting networks, one supervised training a phase, the phase model, the move-error
-benchmark, every ``[[head_to_head]]`` bench, then the model copied to ``[generation] model`` and the
-lineage JSON written. Each command is printed before it runs. The generation's directory holds a state
+``[[select]]`` and ``[[plays]]`` (each after its source), the students' starting networks, one
+supervised training a phase, the phase model, the move-error benchmark, every ``[[head_to_head]]``
+bench, then the model copied to ``[generation] model`` and the lineage JSON written. Each command is printed before it runs. The generation's directory holds a state
 file of the finished stages with their outputs' sha256: run the same command again after a stop or a
 kill, and it skips what finished and resumes the stage that was running. A directory that holds another
-plan's state is refused. ``--executor ray`` goes to the commands that take it (dataset generate, bench);
-relabelling, training and the benchmark run in their own process. ``--in-process`` runs each command in
-this process (no interpreter start and no compile per stage: seconds saved on tiny plans; tests).
+plan's state is refused. ``--executor ray`` goes to the commands that take it (dataset generate, relabel
+and plays, bench: a shard or a chunk of games a work unit); selection, training and the benchmark run in
+their own process. ``--in-process`` runs each command in this process (no interpreter start and no
+compile per stage: seconds saved on tiny plans; tests).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def test_the_disagreeing_positions_are_all_kept_and_the_others_at_the_rate(sourc
     assert all(len(part) for part in parts) and all(max(s["positions"] for s in m["shards"]) <= 7 for m in manifests)
     everything = select_disagreements(source, tmp_path / "all", SelectionSettings(threshold=threshold, keep=1.0,
                                                                                  parts=1, seed=4))
-    assert everything[0]["positions"] == len(data)
+    assert everything[0]["positions"] == len(data) and (tmp_path / "all" / "manifest.json").exists()  # one part: OUT
     # The labels travel unchanged, and the manifest says how the positions were chosen.
     manifest = read_manifest(tmp_path / "sel-0")
     assert manifest["labeller"] == read_manifest(source)["labeller"]
@@ -74,7 +74,7 @@ def test_cli_select(source, teacher, tmp_path, capsys):
     assert main(["dataset", "select", str(source), "--out", str(tmp_path / "s"), "--parts", "1",
                  "--threshold", "0", "--keep", "0"]) == 0
     assert "disagree" in capsys.readouterr().out
-    assert read_manifest(tmp_path / "s-0")["settings"]["selected"]["parts"] == 1
+    assert read_manifest(tmp_path / "s")["settings"]["selected"]["parts"] == 1
     assert main(["dataset", "select", str(source), "--out", str(tmp_path / "x"), "--keep", "1.5"]) == 2
     assert "keep must be a probability" in capsys.readouterr().err
     zero = tmp_path / "zero"

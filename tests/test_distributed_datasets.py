@@ -1,7 +1,8 @@
-"""Dataset generation on Ray (``bgtrain.distributed.datasets``): the same shard files to the byte as an
-in-process generation, for a ply and a rollout labeller; a partial dataset is completed without its
-listed shards being made again; a killed worker's shard is made again and written once; bad
-addresses and a missing Ray are one-line errors of ``bgtrain dataset generate``."""
+"""Dataset generation and relabelling on Ray (``bgtrain.distributed.datasets``): the same shard files to
+the byte as an in-process generation or relabelling, for a ply and a rollout labeller and for plays; a
+partial dataset is completed without its listed shards being made again; a killed worker's shard is made
+again and written once; bad addresses and a missing Ray are one-line errors of ``bgtrain dataset
+generate``; ``bgtrain dataset relabel --executor ray`` writes the in-process dataset."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from helpers import compile_mode
 from bgtrain.cli import main
 from bgtrain.datasets.generate import GenerationSettings, generate_dataset
 from bgtrain.datasets.labellers import labeller_from_spec
+from bgtrain.datasets.plays import PlaySelection
+from bgtrain.datasets.relabel import relabel_dataset
 from bgtrain.datasets.shards import read_manifest
-from bgtrain.distributed.datasets import generate_dataset_distributed
+from bgtrain.distributed.datasets import generate_dataset_distributed, relabel_dataset_distributed
 from bgtrain.model.checkpoint import save_checkpoint
 from bgtrain.model.network import ValueNetwork
 from bgtrain.training.config import load_config
@@ -132,6 +135,65 @@ def test_a_killed_workers_shard_is_made_again_and_written_once(workers, tmp_path
 def test_an_executor_labels_with_the_self_play_model(tmp_path, model_path):
     with pytest.raises(ValueError, match="labels with the self-play model"):
         generate_dataset_distributed(tmp_path, model_path, description("ply:1", model_path), SETTINGS, "other.pt")
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, model_path) -> Path:
+    """Three shards of ten positions, labelled at 0-ply: what a relabelling starts from."""
+    directory = tmp_path_factory.mktemp("source") / "source"
+    in_process(directory, model_path, "ply:1")
+    return directory
+
+
+@pytest.mark.parametrize(("spec", "kinds", "plays"), [("ply:1", (), None), ("rollout:12:truncate=2", ("contact",), None),
+                                                      ("ply:0", (), PlaySelection(top=2, others=1.0, seed=3))])
+def test_shards_relabelled_on_ray_are_the_in_process_files_to_the_byte(workers, tmp_path, model_path, source, spec,
+                                                                       kinds, plays):
+    labeller = labeller_from_spec(spec, model_path)
+    here = relabel_dataset(tmp_path / "here", source, labeller, kinds, progress=False, plays=plays)
+    assert len(here["shards"]) == 3 and here["positions"] > 0
+    relabel_dataset_distributed(tmp_path / "ray", source, model_path, labeller.describe(), kinds, plays, workers,
+                                progress=False)
+    assert_same_dataset(tmp_path / "here", tmp_path / "ray")
+    if plays is None:  # the same positions, new labels
+        assert here["positions"] == sum(count for shard in read_manifest(source)["shards"]
+                                        for kind, count in shard["kinds"].items() if not kinds or kind in kinds)
+
+
+def test_a_partial_relabelling_is_completed_in_process_without_relabelling_its_shards(tmp_path, model_path, source):
+    labeller = labeller_from_spec("ply:1", model_path)
+    relabel_dataset(tmp_path / "whole", source, labeller, progress=False)
+    partial = tmp_path / "partial"
+    relabel_dataset(partial, source, labeller, progress=False, stop_after_shards=1)  # as a killed driver leaves it
+    kept = (partial / "shard_00000.pt").stat()
+    relabel_dataset_distributed(partial, source, model_path, labeller.describe(), progress=False)
+    assert (partial / "shard_00000.pt").stat().st_mtime_ns == kept.st_mtime_ns, "a listed shard is kept"
+    assert_same_dataset(tmp_path / "whole", partial)
+    with pytest.raises(ValueError, match="labels with 'other.pt', not the model given"):
+        relabel_dataset_distributed(tmp_path / "x", source, model_path, {**labeller.describe(), "model": "other.pt"})
+
+
+def test_the_cli_relabel_and_plays_name_a_bad_address_in_one_line(tmp_path, model_path, source, capsys):
+    for action in ("relabel", "plays"):
+        assert main(["dataset", action, str(source), "--out", str(tmp_path / action), "--model", model_path,
+                     "--executor", "ray", "--address", "127.0.0.1:1", "--no-progress"]) == 2
+        error = capsys.readouterr().err
+        assert error.strip().count("\n") == 0 and "no Ray cluster answers there" in error, error
+
+
+@pytest.mark.slow  # about a minute: a worker actor starts for the command
+def test_the_cli_relabels_on_ray_as_in_process(workers, tmp_path, model_path, source, capsys):
+    # The cluster the workers fixture started; the command joins it (one worker, half a CPU).
+    import ray
+
+    address = ray.get_runtime_context().gcs_address
+    common = ["dataset", "relabel", str(source), "--model", model_path, "--labeller", "ply:1", "--kinds", "contact",
+              "--no-progress", "--threads", "1"]
+    assert main([*common, "--out", str(tmp_path / "here")]) == 0
+    assert main([*common, "--out", str(tmp_path / "ray"), "--executor", "ray", "--address", address,
+                 "--workers", "1", "--worker-cpus", "0.5"]) == 0
+    assert f"labelled by ply:1 of {model_path}" in capsys.readouterr().out
+    assert_same_dataset(tmp_path / "here", tmp_path / "ray")
 
 
 def _generate(out, *extra) -> list[str]:

@@ -75,7 +75,8 @@ def test_tiny_generation_end_to_end(generation):
     _plan, directory, first, second, lines = generation
     assert first.names() == ["dataset generate"]
     # The second start skipped the finished dataset and ran every other command once.
-    assert second.names() == ["dataset relabel", "train --config", "train --config", "train --config",
+    assert second.names() == ["dataset relabel", "dataset relabel", "dataset select",
+                              "train --config", "train --config", "train --config",
                               "benchmark " + str(directory / "model.pt"), *["bench " + str(directory / "model.pt")] * 3]
     assert any(line.startswith("$ bgtrain dataset generate --model checkpoints/bgtrain-default.pt") for line in lines)
     assert any(line.startswith("$ python -c ") and "write_member" in line for line in lines)
@@ -89,6 +90,13 @@ def test_tiny_generation_end_to_end(generation):
     assert lineage["self_play_model"]["sha256"] == file_sha256(ROOT / "checkpoints" / "bgtrain-default.pt")
     assert lineage["datasets"]["selfplay-s1"]["manifest"]["positions"] == 400
     assert lineage["relabelled"]["relabelled-s1"]["manifest"]["relabelled"]["kinds"] == ["crashed", "race"]
+    selected = lineage["selected"]["disputed-s1"]["manifest"]
+    assert selected["settings"]["selected"]["from"] == str(directory / "datasets" / "selfplay-p1")
+    assert 0 < selected["positions"] < 400 and selected["labeller"]["ply"] == 1
+    resolved_contact = lineage["networks"]["contact"]["resolved_config"]["supervised"]["datasets"]
+    assert resolved_contact[1] == str(directory / "datasets" / "disputed-s1")
+    order = lineage["stage_order"]
+    assert order.index("relabel:selfplay-p1") < order.index("select:disputed-s1") < order.index("train:contact")
     assert set(lineage["networks"]) == {"contact", "crashed", "race"}
     for phase, network in lineage["networks"].items():
         assert network["epochs"] == 2 and network["sha256"] == file_sha256(directory / "runs" / f"tiny-{phase}" / "final.pt")
@@ -153,17 +161,41 @@ def test_a_failed_command_names_its_stage(tmp_path):
     assert json.loads((tmp_path / "gen" / STATE_FILE).read_text())["running"] == "dataset:selfplay-s1"
 
 
-def test_executor_goes_to_generate_and_bench_only(tmp_path):
+def test_executor_goes_to_generate_relabel_and_bench_only(tmp_path):
     plan = plan_from_dict(tiny_data(tmp_path / "gen"))
     options = RunOptions(threads=1, executor=("--executor", "ray", "--address", "auto"))
     recorder = Recorder(really=False)
     context = Context(plan, options, recorder, echo=lambda line: None)
     stages = {stage.name: stage for stage in plan_stages(plan, options)}
-    for name in ("dataset:selfplay-s1", "relabel:relabelled-s1", "benchmark", "bench:pubeval"):
+    for name in ("dataset:selfplay-s1", "relabel:relabelled-s1", "select:disputed-s1", "benchmark", "bench:pubeval"):
         stages[name].execute(context, False)
     with_ray = {" ".join(words[:2]): "--executor" in words for words in recorder.commands}
-    assert with_ray == {"dataset generate": True, "dataset relabel": False, "benchmark " + str(tmp_path / "gen" / "model.pt"): False,
+    assert with_ray == {"dataset generate": True, "dataset relabel": True, "dataset select": False,
+                        "benchmark " + str(tmp_path / "gen" / "model.pt"): False,
                         "bench " + str(tmp_path / "gen" / "model.pt"): True}
+    # The lineage's commands are those of one machine, as a user would type them.
+    assert all("--executor" not in words for stage in stages.values() for words in stage.commands)
+
+
+def test_a_dataset_made_from_another_runs_after_its_source(tmp_path):
+    data = tiny_data(tmp_path / "gen")
+    # Written before the selection it relabels: it still runs after it.
+    data["relabel"].insert(0, {"name": "disputed-p2", "source": "disputed-s1", "labeller": "ply:2"})
+    plan = plan_from_dict(data)
+    names = [stage.name for stage in plan_stages(plan, RunOptions())]
+    assert names[:5] == ["dataset:selfplay-s1", "relabel:relabelled-s1", "relabel:selfplay-p1", "select:disputed-s1",
+                         "relabel:disputed-p2"]
+    select = {stage.name: stage for stage in plan_stages(plan, RunOptions())}["select:disputed-s1"]
+    datasets = tmp_path / "gen" / "datasets"
+    assert select.commands == (["bgtrain", "dataset", "select", str(datasets / "selfplay-p1"), "--out",
+                                str(datasets / "disputed-s1"), "--parts", "1", "--threshold", "0.03", "--keep", "0.5",
+                                "--shard-size", "100", "--seed", "1"],)
+    data["select"][0]["source"] = "disputed-p2"  # a cycle: neither can be made first
+    with pytest.raises(ValueError, match=r"\[\[relabel\]\] disputed-p2: source 'disputed-s1' is no dataset given before it"):
+        plan_from_dict(data)
+    data["select"][0].update(source="selfplay-p1", keep=2.0)
+    with pytest.raises(ValueError, match="keep in \\[0, 1\\]"):
+        plan_from_dict(data)
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -203,9 +235,12 @@ def test_the_real_plans_read_with_every_network_trained_and_shipped(name):
     if name == "gen8":  # three networks a phase; the crashed ones start from networks trained before them
         assert [key for _, _, key in plan.networks()][3:6] == ["crashed.0", "crashed.1", "crashed.2"]
         assert plan.start("crashed", 1) == str(plan.generation.home / "runs" / "gen8-crashed.0" / "final.pt")
-    else:  # students start from generation 8's members
+    else:  # students start from a phase model's members: generation 8's, or the default's for generation 9
         assert {f"init:{key}" for _, member, key in plan.networks() if member == 0} <= set(names)
-        assert all(plan.phases[phase][0].init_from == "checkpoints/bgtrain-supervised.pt" for phase in plan.phases)
+        start = {"gen9": "checkpoints/bgtrain-distilled.pt", "distilled": "checkpoints/bgtrain-supervised.pt"}[name]
+        assert all(plan.phases[phase][0].init_from == start for phase in plan.phases)
+    if name == "gen9":  # 1-ply self-play, selected, relabelled at 2-ply: each step after its source
+        assert names.index("dataset:d2p1-all-s901") < names.index("select:sel-s901") < names.index("relabel:d2p2-sel-s901")
 
 
 def test_one_process_a_generation(tmp_path):
@@ -265,7 +300,7 @@ def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
     _plan, finished, *_ = generation
     data = tiny_data(tmp_path / "gen")
     datasets = finished / "datasets"
-    data.update(datasets=[], relabel=[], head_to_head=[], benchmark={"enabled": False})
+    data.update(datasets=[], relabel=[], select=[], head_to_head=[], benchmark={"enabled": False})
     data["phases"]["contact"]["datasets"] = [str(datasets / "selfplay-s1")]
     data["phases"]["race"]["datasets"] = [str(datasets / "relabelled-s1")]
     crashed = {**data["phases"]["crashed"], "datasets": [str(datasets / "relabelled-s1")],

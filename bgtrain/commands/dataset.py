@@ -6,7 +6,9 @@
                              [--kinds race]
                              [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset relabel SOURCE --out DIR [--model M] [--labeller ply:1] [--kinds crashed]
+                            [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset plays SOURCE --out DIR [--model M] [--labeller ply:0] [--top 6] [--others 3] [--seed K]
+                          [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset select SOURCE --out PREFIX [--threshold 0.03] [--keep 0.15] [--parts 2] [--shard-size 5000]
                            [--seed K]
     bgtrain dataset info DIR [--json]
@@ -33,12 +35,14 @@ what a student needs to rank plays as its teacher does (a distillation's positio
 
 ``select`` takes the positions of a dataset labelled at 1-ply (or deeper) where its label and its model's
 0-ply differ by more than ``--threshold`` in cubeless equity, and ``--keep`` of the others, and writes them
-as ``--parts`` datasets ``PREFIX-0``, ``PREFIX-1``, ... of small shards, one for each process that relabels
-them deeper (``bgtrain.datasets.selection``): the deep labels go where the model's 0-ply is wrong.
+as ``--parts`` datasets ``PREFIX-0``, ``PREFIX-1``, ... (``PREFIX`` itself for one) of small shards, one for each process that relabels
+them deeper (``bgtrain.datasets.selection``): the deep labels go where the model's 0-ply is wrong. With
+``relabel --executor ray`` one part (``--parts 1``) uses every core.
 
-``--executor ray`` makes the shards on a Ray cluster (``bgtrain.distributed.datasets``: one shard per
-work unit; this process writes them and the manifest as they arrive), byte for byte the files an
-in-process run writes; a rerun after a kill resumes the same way.
+``--executor ray`` makes (``generate``) or labels (``relabel``, ``plays``) the shards on a Ray cluster
+(``bgtrain.distributed.datasets``: one shard per work unit; this process writes them and the manifest as
+they arrive), byte for byte the files an in-process run writes; a rerun after a kill resumes the same
+way. Without ``--address`` the cluster is a private one on this machine: every core labels.
 """
 
 from __future__ import annotations
@@ -81,15 +85,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     relabel = actions.add_parser("relabel", help="label an existing dataset's positions again")
     add_source_arguments(relabel, "the dataset whose positions are labelled",
                          f"model that labels (default {DEFAULT_TEACHER}, as for generate)", "ply:1")
+    add_executor_arguments(relabel, work_dir=False)
     plays = actions.add_parser("plays", help="the positions after the plays a teacher ranks, labelled")
     add_source_arguments(plays, "the dataset whose positions' plays are taken",
                          f"model that ranks the plays and labels (default {DEFAULT_TEACHER})", "ply:0")
     plays.add_argument("--top", type=int, default=6, help="best plays kept per position (by the model's 0-ply)")
     plays.add_argument("--others", type=float, default=3.0, help="about this many of the other plays kept, drawn")
     add_seed(plays)
+    add_executor_arguments(plays, work_dir=False)
     select = actions.add_parser("select", help="the positions where a dataset's label and its 0-ply disagree")
     select.add_argument("source", help="a dataset labelled at 1-ply or deeper")
-    select.add_argument("--out", required=True, help="prefix of the new datasets (PREFIX-0, PREFIX-1, ...)")
+    select.add_argument("--out", required=True, help="prefix of the new datasets (PREFIX-0, PREFIX-1, ...; "
+                        "PREFIX itself with --parts 1)")
     select.add_argument("--threshold", type=float, default=0.03, help="cubeless equity difference kept")
     select.add_argument("--keep", type=float, default=0.15, help="probability of keeping any other position")
     select.add_argument("--parts", type=int, default=2, help="datasets written, one for each relabelling process")
@@ -161,8 +168,18 @@ def run(args: argparse.Namespace) -> int:
         plays = PlaySelection(args.top, args.others, args.seed) if args.action == "plays" else None
         read_manifest(args.source)  # a missing or foreign source: its one-line error before the model loads
         labeller = labeller_from_spec(args.labeller, args.model, args.device)
-        manifest = relabel_dataset(args.out, args.source, labeller, kinds, progress=not args.no_progress,
-                                   plays=plays)
+        if args.executor == "process" and args.address is None:
+            manifest = relabel_dataset(args.out, args.source, labeller, kinds, progress=not args.no_progress,
+                                       plays=plays)
+        else:
+            from bgtrain.distributed.datasets import relabel_dataset_distributed
+
+            executor = executor_from_args(args)
+            try:
+                manifest = relabel_dataset_distributed(args.out, args.source, args.model, labeller.describe(), kinds,
+                                                       plays, executor, progress=not args.no_progress)
+            finally:
+                executor.close()
         taken = "the plays of the positions" if plays is not None else "positions"
         print(f"dataset: {args.out} ({manifest['positions']:,} {taken} of {args.source} in "
               f"{len(manifest['shards'])} shards, labelled by {args.labeller} of {args.model})")

@@ -16,13 +16,18 @@ positions after the selected plays of source shard k's positions, and the manife
 labeller's model at 0-ply (what its labels correct). As for generation, a shard is written atomically
 before the manifest lists it, so a killed run, rerun with the same command, keeps its complete shards
 and writes the rest: the result is the same as an uninterrupted run's (labels depend only on the
-shard's positions).
+shard's positions). ``relabel_shard`` makes one shard from its source shard's positions; the in-process
+``relabel_dataset`` and ``bgtrain.distributed.datasets.relabel_dataset_distributed`` (a shard a work
+unit, on Ray) both call it inside ``relabel_job``, so both write the same files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,24 +55,44 @@ from bgtrain.datasets.shards import (
 from engine.position_kinds import position_kinds
 
 
-def relabel_dataset(
-    directory: str | Path,
-    source: str | Path,
-    labeller: Labeller,
-    kinds: tuple[str, ...] = (),
-    progress: bool = True,
-    stop_after_shards: int | None = None,
-    plays: PlaySelection | None = None,
-) -> dict[str, Any]:
-    """Write (or complete) at ``directory`` the positions of ``source`` (of ``kinds``, all when empty)
-    labelled by ``labeller``; returns the new manifest. ``labeller`` must have an ``evaluator`` (its
-    model, for ``zero_ply``). ``stop_after_shards``: stop after that many new shards (the tests' kill)."""
-    from tqdm import tqdm
+@dataclass
+class RelabelJob:
+    """A relabelling opened under its directory's lock: the manifest to complete and the source shards
+    still to label, in order."""
 
+    directory: Path
+    source: Path
+    manifest: dict[str, Any]
+    todo: list[dict[str, Any]]
+    total: int | None
+    """Positions the new dataset will hold (None with plays: known only once they are drawn)."""
+
+    def progress_bar(self, progress: bool):
+        from tqdm import tqdm
+
+        return tqdm(total=self.total, initial=sum(entry["positions"] for entry in self.manifest["shards"]),
+                    unit="pos", disable=not progress, dynamic_ncols=True)
+
+    def record(self, source_entry: dict[str, Any], entry: dict[str, Any]) -> None:
+        """List a shard just written from ``source_entry``, with the source shard's sha256."""
+        entry.update(candidates=int(source_entry["positions"]),
+                     source_sha256=_sha256(self.source / source_entry["file"]))
+        record_shard(self.directory, self.manifest, entry)
+
+    def finish(self) -> dict[str, Any]:
+        return read_manifest(self.directory) if (self.directory / MANIFEST).exists() else self.manifest
+
+
+@contextmanager
+def relabel_job(directory: str | Path, source: str | Path, labeller: dict[str, Any], kinds: tuple[str, ...],
+                plays: PlaySelection | None) -> Iterator[RelabelJob]:
+    """Open (or resume) the relabelling of ``source`` into ``directory`` by the labeller that ``labeller``
+    (a ``describe()``) describes, holding the directory's lock: a shard made from another version of
+    its source shard is stale and labelled again."""
     directory, source = Path(directory), Path(source)
     if directory.resolve() == source.resolve():
         raise ValueError(f"relabel: the new dataset needs its own directory, not the source {source}")
-    wanted = kind_codes(kinds, "relabel")
+    kind_codes(kinds, "relabel")  # an unknown kind: its error before anything is written
     origin = read_manifest(source)
     shards = sorted(origin["shards"], key=lambda entry: entry["index"])
     if not shards:
@@ -75,7 +100,7 @@ def relabel_dataset(
     header = {
         "format": MANIFEST_FORMAT,
         "format_version": FORMAT_VERSION,
-        "labeller": labeller.describe(),
+        "labeller": labeller,
         "source_model": origin["source_model"],
         "rules": origin["rules"],
         "settings": {"kinds": [], **origin.get("settings", {})},
@@ -89,42 +114,58 @@ def relabel_dataset(
         header["plays"] = plays.describe()
     with dataset_lock(directory):
         manifest = open_dataset(directory, header)
-        # A shard relabelled from an earlier version of its source shard is stale: relabelled again.
         sources = {entry["index"]: entry for entry in shards}
         drop_entries(directory, manifest, {
             done["index"]: "stale (made from another version of the source shard)" for done in manifest["shards"]
             if done.get("source_sha256") != _sha256(source / sources[done["index"]]["file"])})
         done = {entry["index"] for entry in manifest["shards"]}
         total = None if plays is not None else sum(_kept(entry, kinds) for entry in shards)
-        bar = tqdm(total=total, initial=sum(entry["positions"] for entry in manifest["shards"]), unit="pos",
-                   disable=not progress, dynamic_ncols=True)
-        written = 0
-        for entry in shards:
-            if entry["index"] in done:
-                continue
-            if stop_after_shards is not None and written >= stop_after_shards:
-                break
+        yield RelabelJob(directory, source, manifest, [entry for entry in shards if entry["index"] not in done], total)
+
+
+def relabel_shard(tensors: dict[str, torch.Tensor], labeller: Labeller, kinds: tuple[str, ...],
+                  plays: PlaySelection | None, index: int, bar=None) -> tuple[dict[str, torch.Tensor], float]:
+    """Shard ``index`` of the new dataset from the source shard's ``tensors``: its positions (or, with
+    ``plays``, the positions after their selected plays) of ``kinds``, labelled; and the seconds the
+    labels took. A function of its arguments alone, so a shard is the same wherever it is made."""
+    if plays is not None:
+        positions = plays_of(tensors["positions"], labeller.evaluator, plays, shard_seed(plays.seed, index))
+        tensors = {"positions": positions, "kinds": position_kinds(positions).to(torch.int8)}
+    wanted = kind_codes(kinds, "relabel")
+    if wanted is not None:
+        keep = torch.isin(tensors["kinds"].long(), wanted)
+        tensors = {name: values[keep] for name, values in tensors.items()}
+    started = time.perf_counter()
+    labels = _labels(tensors["positions"], labeller, bar)
+    return {"positions": tensors["positions"], "kinds": tensors["kinds"], **labels}, time.perf_counter() - started
+
+
+def relabel_dataset(
+    directory: str | Path,
+    source: str | Path,
+    labeller: Labeller,
+    kinds: tuple[str, ...] = (),
+    progress: bool = True,
+    stop_after_shards: int | None = None,
+    plays: PlaySelection | None = None,
+) -> dict[str, Any]:
+    """Write (or complete) at ``directory`` the positions of ``source`` (of ``kinds``, all when empty)
+    labelled by ``labeller``, in this process; returns the new manifest. ``labeller`` must have an
+    ``evaluator`` (its model, for ``zero_ply``). ``stop_after_shards``: stop after that many new shards
+    (the tests' kill). ``bgtrain.distributed.datasets.relabel_dataset_distributed`` makes the same
+    files on an executor."""
+    with relabel_job(directory, source, labeller.describe(), kinds, plays) as job:
+        bar = job.progress_bar(progress)
+        for entry in job.todo[:stop_after_shards]:
             started = time.perf_counter()
-            path = source / entry["file"]
-            tensors = read_shard(path, entry)
-            if plays is not None:
-                positions = plays_of(tensors["positions"], labeller.evaluator, plays, shard_seed(plays.seed, entry["index"]))
-                tensors = {"positions": positions, "kinds": position_kinds(positions).to(torch.int8)}
-            if wanted is not None:
-                keep = torch.isin(tensors["kinds"].long(), wanted)
-                tensors = {name: values[keep] for name, values in tensors.items()}
-            label_started = time.perf_counter()
-            tensors.update(_labels(tensors["positions"], labeller, bar))
-            label_seconds = time.perf_counter() - label_started
-            new_entry = write_shard(directory, entry["index"], tensors)
-            new_entry.update(candidates=int(entry["positions"]), label_seconds=round(label_seconds, 3),
-                             seconds=round(time.perf_counter() - started, 3),
-                             source_sha256=_sha256(path))
-            record_shard(directory, manifest, new_entry)
-            written += 1
+            tensors = read_shard(job.source / entry["file"], entry)
+            labelled, label_seconds = relabel_shard(tensors, labeller, kinds, plays, entry["index"], bar)
+            new_entry = write_shard(job.directory, entry["index"], labelled)
+            new_entry.update(label_seconds=round(label_seconds, 3), seconds=round(time.perf_counter() - started, 3))
+            job.record(entry, new_entry)
             bar.set_postfix_str(f"{new_entry['positions'] / max(label_seconds, 1e-9):,.0f} labels/s")
         bar.close()
-        return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
+        return job.finish()
 
 
 def _sha256(path: Path) -> str | None:
@@ -139,7 +180,7 @@ def _kept(entry: dict[str, Any], kinds: tuple[str, ...]) -> int:
     return sum(count for kind, count in entry["kinds"].items() if kind in kinds)
 
 
-def _labels(positions: torch.Tensor, labeller: Labeller, bar) -> dict[str, torch.Tensor]:
+def _labels(positions: torch.Tensor, labeller: Labeller, bar=None) -> dict[str, torch.Tensor]:
     """``targets``, ``standard_errors`` and ``zero_ply`` of ``positions``, ``CANDIDATE_CHUNK`` at a time."""
     parts: dict[str, list[torch.Tensor]] = {"targets": [], "standard_errors": [], "zero_ply": []}
     for chunk in positions.split(CANDIDATE_CHUNK):
@@ -147,7 +188,8 @@ def _labels(positions: torch.Tensor, labeller: Labeller, bar) -> dict[str, torch
         parts["targets"].append(targets.to(torch.float32).clamp(0.0, 1.0))  # roll averages can round past 1
         parts["standard_errors"].append(errors.to(torch.float32))
         parts["zero_ply"].append(labeller.evaluator.probabilities(chunk, 0).to(torch.float32))
-        bar.update(chunk.shape[0])
+        if bar is not None:
+            bar.update(chunk.shape[0])
     if not positions.shape[0]:
         empty = torch.zeros((0, 5), dtype=torch.float32)
         return {name: empty for name in parts}

@@ -6,8 +6,9 @@ views of each position (``targets``: the labeller's; ``zero_ply``: its model's 0
 disagreement is free to read. ``select_disagreements`` keeps the positions whose two cubeless equities
 differ by more than ``threshold``, and each other position with probability ``keep`` (so the set still
 covers positions the model values well), shuffles them, and writes them as ``parts`` datasets of small
-shards (``OUT-0``, ``OUT-1``, ...): one for each process that relabels them (``bgtrain dataset relabel``
-holds one process per dataset), and a kill loses one small shard.
+shards (``OUT-0``, ``OUT-1``, ...; ``OUT`` itself for one part): one for each process that relabels them
+(``bgtrain dataset relabel`` in process labels one dataset; with ``--executor ray`` one dataset's shards
+spread over every worker), and a kill loses one small shard.
 
 The new datasets keep the source's labels, its labeller, how its positions were found and add
 ``selected`` (the source, the rule, the settings) to its ``settings``. Selection is a function of the
@@ -62,9 +63,10 @@ class SelectionSettings:
 
 
 def part_directories(out: str | Path, parts: int) -> list[Path]:
-    """The datasets a selection into ``out`` writes: ``OUT-0`` ... ``OUT-{parts - 1}``."""
+    """The datasets a selection into ``out`` writes: ``OUT-0`` ... ``OUT-{parts - 1}``; one part is ``OUT``
+    itself (for a relabelling that spreads its shards over workers, ``relabel --executor ray``)."""
     out = Path(out)
-    return [out.with_name(f"{out.name}-{part}") for part in range(parts)]
+    return [out] if parts == 1 else [out.with_name(f"{out.name}-{part}") for part in range(parts)]
 
 
 def selected_rows(targets: torch.Tensor, zero_ply: torch.Tensor, rules, settings: SelectionSettings) -> torch.Tensor:

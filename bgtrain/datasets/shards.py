@@ -59,8 +59,11 @@ def shard_bytes(index: int, tensors: dict[str, torch.Tensor]) -> bytes:
     if missing:
         raise ValueError(f"shard {index} lacks {', '.join(missing)}")
     buffer = io.BytesIO()
+    # A clone holds exactly its rows: torch.save writes a view's whole storage, so a shard cut from a
+    # larger tensor would carry the rest, and the same rows made elsewhere would differ in bytes.
     torch.save({"format": SHARD_FORMAT, "format_version": FORMAT_VERSION, "index": index,
-                **{name: tensors[name].cpu().contiguous() for name in SHARD_FIELDS}}, buffer)
+                **{name: tensors[name].cpu().clone(memory_format=torch.contiguous_format) for name in SHARD_FIELDS}},
+               buffer)
     return buffer.getvalue()
 
 

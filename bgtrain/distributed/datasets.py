@@ -1,4 +1,4 @@
-"""Dataset generation and labelling as jobs of whole dataset shards, on any executor.
+"""Dataset generation, labelling and relabelling as jobs of whole dataset shards, on any executor.
 
 ``DATASET_SHARD``: shard k of a dataset (``bgtrain.datasets.generate.generate_shard``, a function of
 the settings and k alone). Context: the model (``model_recipe``: a checkpoint's architecture and
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from bgtrain.datasets.generate import (
     GenerationSettings,
@@ -33,7 +34,9 @@ from bgtrain.datasets.generate import (
     record_shard,
 )
 from bgtrain.datasets.labellers import labeller_from_description
-from bgtrain.datasets.shards import MANIFEST, read_manifest, shard_bytes, shard_entry, shard_name
+from bgtrain.datasets.plays import PlaySelection
+from bgtrain.datasets.relabel import relabel_job, relabel_shard
+from bgtrain.datasets.shards import MANIFEST, read_manifest, read_shard, shard_bytes, shard_entry, shard_name
 from bgtrain.distributed.executor import Executor, InProcessExecutor, WorkUnit, run_tasks
 from bgtrain.distributed.rollouts import evaluator_from_recipe, model_recipe
 from bgtrain.files import atomic_write
@@ -105,3 +108,79 @@ def generate_dataset_distributed(
             bar.set_postfix_str(f"{entry['positions'] / max(entry['label_seconds'], 1e-9):,.0f} labels/s")
         bar.close()
         return read_manifest(directory) if (directory / MANIFEST).exists() else manifest
+
+
+# --- relabelling -------------------------------------------------------------------------------------
+#
+# ``RELABEL_SHARD``: shard k of a relabelled dataset (``bgtrain.datasets.relabel.relabel_shard``, a
+# function of the source shard's positions and k). Context: the labelling model's recipe, the labeller's
+# description, the kinds kept and the play selection (or None). Task: ``index`` and the source shard's
+# ``positions`` and ``kinds`` (the driver reads the source, so workers need not see its files). Result:
+# the new shard's bytes and manifest entry, as for generation; the driver writes and records them.
+
+
+def relabel_context(recipe: dict, labeller: dict[str, Any], kinds: tuple[str, ...],
+                    plays: PlaySelection | None) -> dict:
+    return {"recipe": recipe, "labeller": labeller, "kinds": list(kinds),
+            "plays": None if plays is None else asdict(plays)}
+
+
+def _prepare_relabel(context: dict, device: str) -> dict:
+    evaluator = evaluator_from_recipe(context["recipe"], device)
+    return {"labeller": labeller_from_description(context["labeller"], evaluator), "kinds": tuple(context["kinds"]),
+            "plays": None if context["plays"] is None else PlaySelection(**context["plays"])}
+
+
+def make_relabelled_shard(prepared: dict, task: dict) -> dict:
+    started = time.perf_counter()
+    index = task["index"]
+    source = {"positions": torch.from_numpy(task["positions"]), "kinds": torch.from_numpy(task["kinds"])}
+    tensors, label_seconds = relabel_shard(source, prepared["labeller"], prepared["kinds"], prepared["plays"], index)
+    serialised = shard_bytes(index, tensors)
+    entry = shard_entry(index, tensors, serialised)
+    entry.update(label_seconds=round(label_seconds, 3), seconds=round(time.perf_counter() - started, 3))
+    return {"shard": np.frombuffer(serialised, dtype=np.uint8), "entry": entry}
+
+
+RELABEL_SHARD = WorkUnit("relabel_shard", _prepare_relabel, make_relabelled_shard)
+
+
+def relabel_dataset_distributed(
+    directory: str | Path,
+    source: str | Path,
+    model: str | Path,
+    labeller: dict[str, Any],
+    kinds: tuple[str, ...] = (),
+    plays: PlaySelection | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    stop_after_shards: int | None = None,
+    recipe: dict | None = None,
+) -> dict[str, Any]:
+    """``relabel_dataset`` with the shards labelled by ``executor`` (default: in process) on the model
+    file ``model``, by the labeller that ``labeller`` (a ``describe()`` of one on that model) describes:
+    the same files; returns the manifest. Labelling is the whole cost (a 2-ply label is about a
+    hundred 0-ply evaluations), so shards spread over workers scale it with the cores or GPUs. ``recipe``:
+    ``model_recipe(model)`` when the caller has read it already."""
+    if labeller.get("model") != str(model):
+        raise ValueError(f"the labeller labels with {labeller.get('model')!r}, not the model given, {str(model)!r}")
+    executor = executor or InProcessExecutor()
+    with relabel_job(directory, source, labeller, kinds, plays) as job:
+        shared = executor.share(relabel_context(recipe or model_recipe(model), labeller, kinds, plays))
+        sources = {entry["index"]: entry for entry in job.todo}
+
+        def tasks():  # each source shard read when its task is submitted: a window of them in memory
+            for entry in job.todo[:stop_after_shards]:
+                tensors = read_shard(job.source / entry["file"], entry)
+                yield entry["index"], {"index": entry["index"], "positions": tensors["positions"].numpy(),
+                                       "kinds": tensors["kinds"].numpy()}
+
+        bar = job.progress_bar(progress)
+        for index, result in run_tasks(executor, RELABEL_SHARD, shared, tasks()):
+            entry = dict(result["entry"])
+            atomic_write(job.directory / shard_name(index), result["shard"].tobytes())
+            job.record(sources[index], entry)
+            bar.update(entry["positions"])
+            bar.set_postfix_str(f"{entry['positions'] / max(entry['label_seconds'], 1e-9):,.0f} labels/s")
+        bar.close()
+        return job.finish()

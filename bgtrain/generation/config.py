@@ -1,7 +1,8 @@
 """A generation's plan: frozen, typed dataclasses read from one TOML file (``configs/generation/*.toml``).
 
 Sections: ``[generation]`` (names, directory, output model and lineage, the self-play and labelling
-models), ``[[datasets]]`` (self-play positions, their selection and labels), ``[[relabel]]`` (optional new
+models), ``[[datasets]]`` (self-play positions, their selection and labels), ``[[select]]`` (the positions
+of a deeper-labelled dataset where its label and its 0-ply disagree), ``[[relabel]]`` (optional new
 labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook), ``[phases.contact|crashed|race]`` (a supervised training each, or ``[[phases.PHASE]]``
 several, an ensemble), ``[benchmark]``
 (the move-error benchmark) and ``[[head_to_head]]`` (seat-swapped games against other agents). An unknown
@@ -34,6 +35,13 @@ _LABELLER = re.compile(r"^(ply:\d+|rollout:\d+(:truncate=\d+)?)$")
 def _name(section: str, value: str) -> None:
     if not _NAME.match(value):
         raise ValueError(f"[{section}] name = {value!r}: must be letters, digits, '.', '_' or '-'")
+
+
+def _derived(section: str, name: str, source: str, what: str) -> None:
+    """The checks a dataset made from another shares: its name, and a source named."""
+    _name(section, name)
+    if not source:
+        raise ValueError(f"[{section}] {name}: source: {what} is required")
 
 
 def _labeller(section: str, value: str) -> None:
@@ -117,13 +125,33 @@ class RelabelSection:
     kinds: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _name("relabel", self.name)
-        if not self.source:
-            raise ValueError(f"[relabel] {self.name}: source: the dataset to relabel is required")
+        _derived("relabel", self.name, self.source, "the dataset to relabel")
         _labeller("relabel", self.labeller)
         for kind in self.kinds:
             if kind not in PHASE_NAMES:
                 raise ValueError(f"[relabel] {self.name}: kinds: {kind!r} is not one of {', '.join(PHASE_NAMES)}")
+
+
+@dataclass(frozen=True)
+class SelectSection:
+    """The positions of a dataset labelled at 1-ply or deeper where its label and its model's 0-ply
+    disagree (``bgtrain dataset select``, ``bgtrain.datasets.selection``): where a deeper label, a
+    ``[[relabel]]`` of this dataset, carries information."""
+
+    name: str = ""
+    source: str = ""
+    """A dataset of this plan by name (labelled at 1-ply or deeper), or a dataset directory."""
+    threshold: float = 0.03
+    """Cubeless equity by which the label and the 0-ply must differ for a position to be kept."""
+    keep: float = 0.15
+    """Share of the other positions kept anyway."""
+    shard_size: int = 5000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _derived("select", self.name, self.source, "the dataset to select from")
+        if not self.threshold >= 0 or not 0 <= self.keep <= 1 or self.shard_size < 1:
+            raise ValueError(f"[select] {self.name}: threshold must be >= 0, keep in [0, 1] and shard_size >= 1")
 
 
 @dataclass(frozen=True)
@@ -143,9 +171,7 @@ class PlaysSection:
     seed: int = 1
 
     def __post_init__(self) -> None:
-        _name("plays", self.name)
-        if not self.source:
-            raise ValueError(f"[plays] {self.name}: source: the dataset whose positions are used is required")
+        _derived("plays", self.name, self.source, "the dataset whose positions are used")
         _labeller("plays", self.labeller)
         if self.top < 1 or self.others < 0:
             raise ValueError(f"[plays] {self.name}: top must be >= 1 and others >= 0, not {self.top} and {self.others}")
@@ -157,7 +183,7 @@ class PhaseSection:
     the training config of the same names (``bgtrain.training.config_sections``)."""
 
     datasets: tuple[str, ...] = ()
-    """Datasets by name (of ``[[datasets]]``, ``[[relabel]]``, ``[[plays]]``) or directory (a path with '/', ``DIR@N`` too)."""
+    """Datasets by name (of ``[[datasets]]``, ``[[select]]``, ``[[relabel]]``, ``[[plays]]``) or directory (a path with '/', ``DIR@N`` too)."""
     encoder: str = "gnubg_contact"
     hidden: tuple[int, ...] = (128,)
     activation: str = "sigmoid"
@@ -239,10 +265,29 @@ class GenerationConfig:
     datasets: tuple[DatasetSection, ...] = ()
     relabel: tuple[RelabelSection, ...] = ()
     plays: tuple[PlaysSection, ...] = ()
+    select: tuple[SelectSection, ...] = ()
     phases: dict[str, tuple[PhaseSection, ...]] = field(default_factory=dict)
     """Each phase's networks: one, or several averaged (an ensemble, ``bgtrain.model.ensembles``)."""
     benchmark: BenchmarkSection = field(default_factory=BenchmarkSection)
     head_to_head: tuple[HeadToHeadSection, ...] = ()
+
+    def derived_datasets(self) -> list[RelabelSection | SelectSection | PlaysSection]:
+        """The datasets made from others (``[[relabel]]``, ``[[select]]``, ``[[plays]]``) in the order they
+        are made: each after its source, otherwise relabels, selections, then plays, each in file order
+        (a relabel of a selection follows it). A source that no dataset before it makes is a ValueError."""
+        made = {entry.name for entry in self.datasets}
+        pending: list[RelabelSection | SelectSection | PlaysSection] = [*self.relabel, *self.select, *self.plays]
+        ordered = []
+        while pending:
+            ready = next((entry for entry in pending if "/" in entry.source or entry.source in made), None)
+            if ready is None:
+                entry = pending[0]
+                raise ValueError(f"[[{SECTION_OF[type(entry)]}]] {entry.name}: source {entry.source!r} is no "
+                                 "dataset given before it")
+            ordered.append(ready)
+            made.add(ready.name)
+            pending.remove(ready)
+        return ordered
 
     def dataset_path(self, reference: str) -> Path:
         """The directory of a dataset named in the plan, or ``reference`` itself when it is a path."""
@@ -282,7 +327,10 @@ class GenerationConfig:
         return found[key]
 
     def to_dict(self) -> dict[str, Any]:
-        return json.loads(json.dumps(dataclasses.asdict(self)))
+        data = json.loads(json.dumps(dataclasses.asdict(self)))
+        if not data["select"]:
+            del data["select"]  # a plan without selections keeps the digest it had before [[select]] existed
+        return data
 
     @property
     def digest(self) -> str:
@@ -324,8 +372,9 @@ def _dataset_reference(plan: GenerationConfig, reference: str) -> str:
 # Reading.
 
 _TABLES = {"generation": GenerationSection, "benchmark": BenchmarkSection}
-_ARRAYS = {"datasets": DatasetSection, "relabel": RelabelSection, "plays": PlaysSection,
+_ARRAYS = {"datasets": DatasetSection, "relabel": RelabelSection, "select": SelectSection, "plays": PlaysSection,
            "head_to_head": HeadToHeadSection}
+SECTION_OF = {RelabelSection: "relabel", SelectSection: "select", PlaysSection: "plays"}
 _SECTIONS = (*_TABLES, *_ARRAYS, "phases")
 
 
@@ -389,17 +438,12 @@ def plan_from_dict(data: dict[str, Any]) -> GenerationConfig:
 
 
 def _check_references(plan: GenerationConfig) -> None:
-    names = [entry.name for entry in (*plan.datasets, *plan.relabel, *plan.plays)]
+    names = [entry.name for entry in (*plan.datasets, *plan.relabel, *plan.select, *plan.plays)]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise ValueError(f"dataset name {repeated[0]!r} is given twice ([[datasets]], [[relabel]] and [[plays]] "
-                         "share names)")
-    # Stages run in the order datasets, relabels, plays: a source must be made before it is read.
-    for offset, section, entries in ((len(plan.datasets), "relabel", plan.relabel),
-                                     (len(plan.datasets) + len(plan.relabel), "plays", plan.plays)):
-        for index, entry in enumerate(entries):
-            if "/" not in entry.source and entry.source not in names[: offset + index]:
-                raise ValueError(f"[[{section}]] {entry.name}: source {entry.source!r} is no dataset given before it")
+        raise ValueError(f"dataset name {repeated[0]!r} is given twice ([[datasets]], [[select]], [[relabel]] and "
+                         "[[plays]] share names)")
+    plan.derived_datasets()  # every source made before it is read
     for phase, member, key in plan.networks():
         section = plan.phases[phase][member]
         if not section.datasets:
@@ -408,7 +452,7 @@ def _check_references(plan: GenerationConfig) -> None:
             name = reference.partition("@")[0]
             if "/" not in name and name not in names:
                 raise ValueError(f"[phases.{key}] datasets: {name!r} is no dataset of this plan "
-                                 "(name one of [[datasets]], [[relabel]] or [[plays]], or a path with '/')")
+                                 "(name one of [[datasets]], [[select]], [[relabel]] or [[plays]], or a path with '/')")
         if section.init_member >= 0 and not section.init_from:
             raise ValueError(f"[phases.{key}] init_member = {section.init_member} needs init_from (a phase model)")
         if section.init_from.startswith(NETWORK):

@@ -100,6 +100,8 @@ def write_lineage(path: Path, plan: GenerationConfig, config_path: str, command_
                        for entry in plan.relabel},
         "plays": {entry.name: {"from": entry.source, **_dataset(plan, entry.name, by_name.get(f"plays:{entry.name}"))}
                   for entry in plan.plays},
+        "selected": {entry.name: {"from": entry.source, **_dataset(plan, entry.name, by_name.get(f"select:{entry.name}"))}
+                     for entry in plan.select},
         "networks": {key: _network(plan, phase, member, key, by_name) for phase, member, key in plan.networks()},
         "combined_with": by_name.get("combine", {}).get("commands", []),
         "benchmark": ({"commands": by_name.get("benchmark", {}).get("commands", []),

@@ -3,7 +3,12 @@ makes one output, and what it takes to resume it.
 
     dataset:NAME      bgtrain dataset generate   (resumes: complete shards are kept)
     relabel:NAME      bgtrain dataset relabel    (resumes likewise)
+    select:NAME       bgtrain dataset select     (seconds; a rerun keeps what it wrote)
     plays:NAME        bgtrain dataset plays      (the positions after the plays a model ranks)
+
+The datasets made from others (relabel, select, plays) each run after their source
+(``GenerationConfig.derived_datasets``): a self-play dataset labelled at 1-ply, a selection of it, then a
+2-ply relabelling of the selection, say.
     init:KEY          write_member: one network of a phase model, the start of a student
     train:KEY         bgtrain train              (resumes with --resume latest.pt)
     combine           combine_checkpoints: the phase model
@@ -32,6 +37,7 @@ from bgtrain.generation.config import (
     HeadToHeadSection,
     PlaysSection,
     RelabelSection,
+    SelectSection,
 )
 from bgtrain.training.config import to_toml_text
 from engine.position_kinds import PHASE_NAMES
@@ -51,7 +57,8 @@ class RunOptions:
     threads: int | None = None
     """``--threads`` for every command that takes it (all of them)."""
     executor: tuple[str, ...] = ()
-    """``--executor ray [--address A] [--workers N]``, for the commands that take it (generate, bench)."""
+    """``--executor ray [--address A] [--workers N]``, for the commands that take it (generate, relabel,
+    plays, bench)."""
 
 
 @dataclass
@@ -101,8 +108,8 @@ def plan_stages(plan: GenerationConfig, options: RunOptions) -> list[Stage]:
     """Every stage of ``plan``, in the order they run."""
     threads = [] if options.threads is None else ["--threads", str(options.threads)]
     stages = [_dataset_stage(plan, entry, threads, options) for entry in plan.datasets]
-    stages += [_relabel_stage(plan, entry, threads) for entry in plan.relabel]
-    stages += [_plays_stage(plan, entry, threads) for entry in plan.plays]
+    makers = {RelabelSection: _relabel_stage, SelectSection: _select_stage, PlaysSection: _plays_stage}
+    stages += [makers[type(entry)](plan, entry, threads, options) for entry in plan.derived_datasets()]
     networks = plan.networks()
     stages += [_init_stage(plan, phase, member, key) for phase, member, key in networks
                if plan.phases[phase][member].init_member >= 0]
@@ -150,7 +157,7 @@ def _dataset_stage(plan: GenerationConfig, entry: DatasetSection, threads: Words
     return Stage(f"dataset:{entry.name}", (bgtrain_words(words),), (out,), execute)
 
 
-def _relabel_stage(plan: GenerationConfig, entry: RelabelSection, threads: Words) -> Stage:
+def _relabel_stage(plan: GenerationConfig, entry: RelabelSection, threads: Words, options: RunOptions) -> Stage:
     out = plan.dataset_path(entry.name)
     words = ["dataset", "relabel", str(plan.dataset_path(entry.source)), "--out", str(out),
              "--model", entry.model or plan.generation.labelling_model, "--labeller", entry.labeller]
@@ -158,17 +165,31 @@ def _relabel_stage(plan: GenerationConfig, entry: RelabelSection, threads: Words
         words += ["--kinds", ",".join(entry.kinds)]
     words += [*threads, "--no-progress"]
     return Stage(f"relabel:{entry.name}", (bgtrain_words(words),), (out,),
-                 lambda context, resuming: context.run(words))
+                 lambda context, resuming: context.run(words + list(options.executor)))
 
 
-def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words) -> Stage:
+def _select_stage(plan: GenerationConfig, entry: SelectSection, threads: Words, options: RunOptions) -> Stage:
+    out = plan.dataset_path(entry.name)
+    words = ["dataset", "select", str(plan.dataset_path(entry.source)), "--out", str(out), "--parts", "1",
+             "--threshold", repr(entry.threshold), "--keep", repr(entry.keep), "--shard-size", str(entry.shard_size),
+             "--seed", str(entry.seed)]
+
+    def execute(context: Context, resuming: bool) -> None:
+        if not resuming and out.exists():
+            shutil.rmtree(out)  # a selection of an earlier source: refused as another dataset, so made afresh
+        context.run(words)
+
+    return Stage(f"select:{entry.name}", (bgtrain_words(words),), (out,), execute)
+
+
+def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words, options: RunOptions) -> Stage:
     out = plan.dataset_path(entry.name)
     words = ["dataset", "plays", str(plan.dataset_path(entry.source)), "--out", str(out),
              "--model", entry.model or plan.generation.labelling_model, "--labeller", entry.labeller,
              "--top", str(entry.top), "--others", str(entry.others), "--seed", str(entry.seed),
              *threads, "--no-progress"]
     return Stage(f"plays:{entry.name}", (bgtrain_words(words),), (out,),
-                 lambda context, resuming: context.run(words))
+                 lambda context, resuming: context.run(words + list(options.executor)))
 
 
 def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> Stage:
