@@ -35,9 +35,9 @@ what a student needs to rank plays as its teacher does (a distillation's positio
 
 ``select`` takes the positions of a dataset labelled at 1-ply (or deeper) where its label and its model's
 0-ply differ by more than ``--threshold`` in cubeless equity, and ``--keep`` of the others, and writes them
-as ``--parts`` datasets ``PREFIX-0``, ``PREFIX-1``, ... (``PREFIX`` itself for one) of small shards, one for each process that relabels
-them deeper (``bgtrain.datasets.selection``): the deep labels go where the model's 0-ply is wrong. With
-``relabel --executor ray`` one part (``--parts 1``) uses every core.
+as ``--parts`` datasets ``PREFIX-0``, ``PREFIX-1``, ... (``PREFIX`` itself for one) of small shards, one
+for each process that relabels them deeper (``bgtrain.datasets.selection``): the deep labels go where the
+model's 0-ply is wrong. With ``relabel --executor ray`` one part (``--parts 1``) uses every core.
 
 ``--executor ray`` makes (``generate``) or labels (``relabel``, ``plays``) the shards on a Ray cluster
 (``bgtrain.distributed.datasets``: one shard per work unit; this process writes them and the manifest as

@@ -5,16 +5,16 @@ makes one output, and what it takes to resume it.
     relabel:NAME      bgtrain dataset relabel    (resumes likewise)
     select:NAME       bgtrain dataset select     (seconds; a rerun keeps what it wrote)
     plays:NAME        bgtrain dataset plays      (the positions after the plays a model ranks)
-
-The datasets made from others (relabel, select, plays) each run after their source
-(``GenerationConfig.derived_datasets``): a self-play dataset labelled at 1-ply, a selection of it, then a
-2-ply relabelling of the selection, say.
     init:KEY          write_member: one network of a phase model, the start of a student
     train:KEY         bgtrain train              (resumes with --resume latest.pt)
     combine           combine_checkpoints: the phase model
     benchmark         bgtrain benchmark          (minutes at most; run again whole)
     bench:LABEL       bgtrain bench              (resumes from its --work-dir)
     ship              the model to its output path, and the lineage file
+
+The datasets made from others (relabel, select, plays) each run after their source
+(``GenerationConfig.derived_datasets``): a self-play dataset labelled at 1-ply, a selection of it, then a
+2-ply relabelling of the selection, say.
 
 KEY is the phase, or ``PHASE.N`` for member N of a phase's ensemble. A stage that was running when its generation was stopped is resumed; one run fresh (because an earlier
 stage ran again) first removes what an earlier attempt left (``--overwrite``, the bench's work
