@@ -171,6 +171,26 @@ def tiny_checkpoint(path: Path, seed: int = 5, hidden=(8,), encoder: str = "tesa
     return save_checkpoint(path, {**checkpoint_payload(network, Config()), **payload})
 
 
+def tiny_evaluator(seed: int):
+    """An evaluator on a small seeded 198-8-5 network, without bear-off databases: a teacher whose labels
+    cost nothing, for dataset tests."""
+    from bgtrain.model.network import ValueNetwork
+    from bgtrain.values.evaluator import Evaluator
+
+    torch.manual_seed(seed)
+    return Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+
+
+def tiny_dataset(directory: Path, evaluator, settings, ply: int = 0, **options) -> dict:
+    """``generate_dataset`` into ``directory`` by ``evaluator``'s self-play, labelled by it at ``ply``
+    (the labeller's model named ``"tiny"``); returns the manifest."""
+    from bgtrain.datasets import PlyLabeller
+    from bgtrain.datasets.generate import generate_dataset
+
+    return generate_dataset(directory, evaluator, PlyLabeller(evaluator, ply, "tiny"), settings, "tiny",
+                            progress=False, **options)
+
+
 def has_gnubg() -> bool:
     """Whether GNU Backgammon's neural-net bindings (``pip install gnubg-nn``) can be imported."""
     try:

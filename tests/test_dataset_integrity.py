@@ -10,15 +10,14 @@ import json
 
 import pytest
 import torch
-from helpers import compile_mode
+from helpers import compile_mode, tiny_dataset, tiny_evaluator
 
 from bgtrain.cli import main
 from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
-from bgtrain.datasets.generate import GenerationSettings, generate_dataset
+from bgtrain.datasets.generate import GenerationSettings
 from bgtrain.datasets.relabel import relabel_dataset
 from bgtrain.datasets.shards import DATASET_LOCK, SHARD_FORMAT, read_shard
 from bgtrain.directory_lock import directory_lock
-from bgtrain.model.network import ValueNetwork
 from bgtrain.values.evaluator import Evaluator
 
 SETTINGS = GenerationSettings(positions=30, shard_size=10, seed=5, games_in_parallel=16, burn_in_turns=4,
@@ -33,13 +32,11 @@ def op_by_op():
 
 @pytest.fixture(scope="module")
 def evaluator() -> Evaluator:
-    torch.manual_seed(0)
-    return Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+    return tiny_evaluator(0)
 
 
 def generate(directory, evaluator, **options):
-    return generate_dataset(directory, evaluator, PlyLabeller(evaluator, 0, "tiny"), SETTINGS, "tiny",
-                            progress=False, **options)
+    return tiny_dataset(directory, evaluator, SETTINGS, ply=0, **options)
 
 
 @pytest.fixture(scope="module")

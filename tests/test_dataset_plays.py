@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import compile_mode
+from helpers import compile_mode, tiny_dataset, tiny_evaluator
 
 from bgtrain.cli import main
 from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
-from bgtrain.datasets.generate import GenerationSettings, generate_dataset, shard_seed
+from bgtrain.datasets.generate import GenerationSettings, shard_seed
 from bgtrain.datasets.plays import PlaySelection, plays_of
 from bgtrain.datasets.relabel import relabel_dataset
 from bgtrain.datasets.shards import SHARD_FIELDS
-from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.evaluator import Evaluator
 from engine.board import flip_board
@@ -33,14 +32,13 @@ def op_by_op():
 
 @pytest.fixture(scope="module")
 def teacher() -> Evaluator:
-    torch.manual_seed(1)
-    return Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+    return tiny_evaluator(1)
 
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory, teacher):
     directory = tmp_path_factory.mktemp("source")
-    generate_dataset(directory, teacher, PlyLabeller(teacher, 0, "tiny"), SOURCE, "tiny", progress=False)
+    tiny_dataset(directory, teacher, SOURCE, ply=0)
     return directory
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import compile_mode
+from helpers import compile_mode, tiny_dataset, tiny_evaluator
 
 from bgtrain.cli import main
 from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
 from bgtrain.datasets.generate import GenerationSettings, generate_dataset
 from bgtrain.datasets.selection import SelectionSettings, part_directories, select_disagreements
-from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.evaluator import Evaluator
 
@@ -26,14 +25,13 @@ def op_by_op():
 
 @pytest.fixture(scope="module")
 def teacher() -> Evaluator:
-    torch.manual_seed(2)
-    return Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+    return tiny_evaluator(2)
 
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory, teacher):
     directory = tmp_path_factory.mktemp("source")
-    generate_dataset(directory, teacher, PlyLabeller(teacher, 1, "tiny"), SOURCE, "tiny", progress=False)
+    tiny_dataset(directory, teacher, SOURCE, ply=1)
     return directory
 
 

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import compile_mode
+from helpers import compile_mode, tiny_dataset, tiny_evaluator
 
 from bgtrain.cli import main
 from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
-from bgtrain.datasets.generate import GenerationSettings, generate_dataset
+from bgtrain.datasets.generate import GenerationSettings
 from bgtrain.datasets.shards import SHARD_FIELDS, read_shard
-from bgtrain.model.network import ValueNetwork
 from bgtrain.values.evaluator import Evaluator
 
 SETTINGS = GenerationSettings(positions=50, shard_size=20, seed=3, games_in_parallel=24, burn_in_turns=6,
@@ -30,13 +29,11 @@ def op_by_op():
 
 @pytest.fixture(scope="module")
 def evaluator() -> Evaluator:
-    torch.manual_seed(0)
-    return Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+    return tiny_evaluator(0)
 
 
 def generate(directory, evaluator, settings=SETTINGS, **options):
-    return generate_dataset(directory, evaluator, PlyLabeller(evaluator, 1, "tiny"), settings, "tiny",
-                            progress=False, **options)
+    return tiny_dataset(directory, evaluator, settings, ply=1, **options)
 
 
 def test_generation_is_resumable_and_deterministic(tmp_path, evaluator):
@@ -168,8 +165,7 @@ def test_relabel_gives_the_same_positions_new_labels_and_resumes(tmp_path, evalu
     # Shards of 20, 20 and 10, labelled at 1-ply; a long burn-in, so that some positions are races.
     generate(tmp_path / "source", evaluator, GenerationSettings(**{**SETTINGS.__dict__, "burn_in_turns": 40}))
     source = load_datasets([tmp_path / "source"])
-    torch.manual_seed(5)
-    teacher = Evaluator.from_network(ValueNetwork("tesauro198", (8,)).eval(), bearoff=False)
+    teacher = tiny_evaluator(5)
     labeller = PlyLabeller(teacher, 0, "teacher")
 
     whole = relabel_dataset(tmp_path / "whole", tmp_path / "source", labeller, progress=False)

@@ -194,7 +194,7 @@ def test_a_dataset_made_from_another_runs_after_its_source(tmp_path):
     with pytest.raises(ValueError, match=r"\[\[relabel\]\] disputed-p2: source 'disputed-s1' is no dataset given before it"):
         plan_from_dict(data)
     data["select"][0].update(source="selfplay-p1", keep=2.0)
-    with pytest.raises(ValueError, match="keep in \\[0, 1\\]"):
+    with pytest.raises(ValueError, match="disputed-s1: select: keep must be a probability in \\[0, 1\\]"):
         plan_from_dict(data)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bgtrain.datasets.selection import SelectionSettings
 from bgtrain.training.config import Config, config_from_dict
 from bgtrain.training.config import _convert as convert_field
 from bgtrain.training.config import _unknown_key as unknown_key
@@ -150,8 +151,10 @@ class SelectSection:
 
     def __post_init__(self) -> None:
         _derived("select", self.name, self.source, "the dataset to select from")
-        if not self.threshold >= 0 or not 0 <= self.keep <= 1 or self.shard_size < 1:
-            raise ValueError(f"[select] {self.name}: threshold must be >= 0, keep in [0, 1] and shard_size >= 1")
+        try:  # the command's own checks of its settings, now rather than when the stage runs
+            SelectionSettings(self.threshold, self.keep, 1, self.shard_size, self.seed)
+        except ValueError as error:
+            raise ValueError(f"[select] {self.name}: {error}") from None
 
 
 @dataclass(frozen=True)
