@@ -2,7 +2,7 @@
 
     python scripts/bench_hypergammon_exact.py [--variant hypergammon] [--model SPEC] [--database PATH]
                                              [--games 200] [--seed 1] [--compare random,heuristic]
-                                             [--threads 1] [--json FILE]
+                                             [--threads 1] [--bellman 4000] [--json FILE]
 
 The model (an agent spec, ``bgtrain.arena.specs``; by default ``shipped``, the variant's shipped model;
 ``PATH.pt:any-variant`` lets the 3-checker model play hypergammon1 and hypergammon2) plays ``--games``
@@ -17,7 +17,11 @@ roll it was played with) is scored against the exact cubeless equities of ``hype
     Backgammon's error rates), over every move and over the moves with a real choice (plays of different
     exact equity), with a 95% interval from the spread between games (moves of one game are not
     independent); and the fraction of those choices where the agent's play was not the best;
-(c) the same for the ``--compare`` agents on the same positions and rolls, as a scale.
+(c) the same for the ``--compare`` agents on the same positions and rolls, as a scale;
+(d) how exact the database itself is: its Bellman residual (a position's value against the roll-weighted
+    value of its best plays, valued by the file) on ``--bellman`` positions drawn uniformly from it,
+    seeded. A finished ``makehyper`` run leaves it under makehyper's threshold; a file taken from an
+    unfinished run's checkpoint (``hyperN.bd.tmp``) shows here how far from its fixed point it still is.
 
 Prints a table and a signature (positions, moves with a choice, and the model's summed loss, fixed for a
 given model, database and seed); ``--json FILE`` writes the figures. Positions are scored in batches:
@@ -41,7 +45,13 @@ from bgtrain.arena.cube_duel import cube_probabilities
 from bgtrain.arena.specs import make_agent
 from bgtrain.files import atomic_write
 from bgtrain.outcomes import cubeless_equity
-from bgtrain.values.hypergammon import VARIANT_CHECKERS, afterstate_equities, load_hypergammon_database
+from bgtrain.values.hypergammon import (
+    VARIANT_CHECKERS,
+    afterstate_equities,
+    bellman_residuals,
+    load_hypergammon_database,
+    sampled_positions,
+)
 from engine.dice import RandomDice
 from engine.game import new_games, play
 from engine.movegen import legal_afterstates
@@ -151,9 +161,22 @@ def score(agent, database, rules, board, dice, game, games: int) -> dict:
     }
 
 
-def run(variant: str, model: str, database_path: str | None, games: int, seed: int, compare: list[str]) -> dict:
+def database_residual(database, samples: int, seed: int) -> dict | None:
+    """The database's Bellman residual on ``samples`` drawn positions: mean, 99th percentile and largest."""
+    if samples < 1:
+        return None
+    residual = bellman_residuals(database, sampled_positions(database, samples, seed))
+    return {"positions": int(residual.numel()), "mean": float(residual.mean()),
+            "p99": float(torch.quantile(residual, 0.99)), "largest": float(residual.max())}
+
+
+def run(variant: str, model: str, database_path: str | None, games: int, seed: int, compare: list[str],
+        bellman: int = 0) -> dict:
     rules = get_rules(variant)
     database = load_hypergammon_database(database_path, rules)
+    residual = database_residual(database, bellman, seed)
+    # A bare ``exact`` plays from the database scored against, wherever --database found it.
+    model, *compare = [f"exact:{database.path}" if spec == "exact" else spec for spec in [model, *compare]]
     player = make_agent(model, rules, seed=seed)
     start = time.perf_counter()
     board, dice, game = self_play_positions(player, rules, games, seed)
@@ -162,7 +185,8 @@ def run(variant: str, model: str, database_path: str | None, games: int, seed: i
     for index, spec in enumerate(compare):
         rows.append(score(make_agent(spec, rules, seed=seed + 1 + index), database, rules, board, dice, game, games))
     return {"variant": variant, "database": str(database.path), "model": model, "games": games, "seed": seed,
-            "positions": int(board.shape[0]), "self_play_seconds": round(self_play_seconds, 2), "agents": rows}
+            "positions": int(board.shape[0]), "self_play_seconds": round(self_play_seconds, 2), "agents": rows,
+            "bellman_residual": residual}
 
 
 def print_report(report: dict) -> None:
@@ -185,6 +209,10 @@ def print_report(report: dict) -> None:
           "equity lost against the exact best play, 95% intervals over games")
     print(f"  signature: positions {report['positions']}, choices {first['choices']}, "
           f"model's summed loss {first['summed_loss']:.6f}")
+    residual = report.get("bellman_residual")
+    if residual:
+        print(f"  database: Bellman residual on {residual['positions']:,} drawn positions: mean {residual['mean']:.1e}, "
+              f"99th percentile {residual['p99']:.1e}, largest {residual['largest']:.1e} (points of equity)")
 
 
 def main() -> int:
@@ -196,14 +224,18 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--compare", default="random,heuristic", help="comma-separated agent specs scored as a scale")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--bellman", type=int, default=4000,
+                        help="positions drawn to measure the database's Bellman residual (0: skip)")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
     if args.games < 1:
         parser.error("--games must be at least 1")
+    if args.bellman < 0:
+        parser.error("--bellman must be 0 or more")
     torch.set_num_threads(args.threads)
     compare = [spec.strip() for spec in args.compare.split(",") if spec.strip()]
     try:
-        report = run(args.variant, args.model, args.database, args.games, args.seed, compare)
+        report = run(args.variant, args.model, args.database, args.games, args.seed, compare, args.bellman)
     except (ValueError, FileNotFoundError) as error:
         print(f"bench_hypergammon_exact: error: {error}", file=sys.stderr)
         return 2

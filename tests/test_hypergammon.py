@@ -16,23 +16,29 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from bgtrain.outcomes import flip_outcomes, terminal_outcomes
 from bgtrain.values.hypergammon import (
+    HEADER_SIZE,
+    RECORD_SIZE,
     HypergammonDatabase,
     afterstate_equities,
     all_one_sided,
+    bellman_equities,
+    bellman_residuals,
     board_from_sides,
     default_path,
+    live_positions,
     load_hypergammon_database,
     one_sided_rank,
+    sampled_positions,
 )
 from engine.board import flip_board
-from engine.dice import roll_tensor, roll_weights
 from engine.game import winning_points
-from engine.movegen import argmax_per_position, legal_afterstates
+from engine.movegen import legal_afterstates
 from engine.variants import get_rules
 
 HYPER1 = Path(__file__).parent / "data" / "hyper1.bd"
@@ -40,28 +46,9 @@ MAKEHYPER = shutil.which("makehyper") or ("/usr/games/makehyper" if Path("/usr/g
 THRESHOLD = 1e-3  # makehyper stops when no equity moves by more than its threshold (1e-5 by default)
 
 
-def bellman_equities(database: HypergammonDatabase, board, rules) -> torch.Tensor:
-    """The equity of each position one roll ahead: for each of the 21 rolls the afterstate the database
-    values best for the mover, weighted by the rolls' chances: ``float64[B]``."""
-    batch = board.shape[0]
-    rolls = len(roll_weights())
-    afterstates = legal_afterstates(board.repeat_interleave(rolls, 0), roll_tensor().repeat(batch, 1), rules)
-    values = afterstate_equities(database, afterstates.boards)
-    best = values[afterstates.offsets + argmax_per_position(values, afterstates)]
-    return (best.view(batch, rolls) * roll_weights(torch.float64)).sum(1)
-
-
-def live_positions(checkers: int, mover_rank: torch.Tensor, opponent_rank: torch.Tensor) -> torch.Tensor:
-    """Boards of the given rank pairs, less those with both sides on one point (no game reaches them)."""
-    sides = all_one_sided(checkers)
-    mover, opponent = sides[mover_rank], sides[opponent_rank]
-    clash = ((mover[:, :24] > 0) & (opponent[:, :24].flip(-1) > 0)).any(1)
-    return board_from_sides(mover[~clash], opponent[~clash])
-
-
 def check_database(database: HypergammonDatabase, board: torch.Tensor) -> None:
     rules = database.rules
-    residual = (bellman_equities(database, board, rules) - database.equity(board)).abs()
+    residual = bellman_residuals(database, board)
     assert residual.max() < THRESHOLD, f"Bellman residual {residual.max():.2e} on {database.path}"
     # Finished games: the file's records are the game's score, for either side having finished.
     sides = all_one_sided(database.checkers)[1:]
@@ -98,7 +85,7 @@ def test_a_wrong_mapping_is_caught():
     ranks = torch.arange(1, 26)
     mover, opponent = torch.meshgrid(ranks, ranks, indexing="ij")
     board = live_positions(1, mover.flatten(), opponent.flatten())
-    swapped = (bellman_equities(database, flip_board(board), database.rules) - database.equity(board)).abs()
+    swapped = (bellman_equities(database, flip_board(board)) - database.equity(board)).abs()
     assert swapped.max() > 0.1
 
 
@@ -151,10 +138,7 @@ def test_rules_and_default_lookup(tmp_path, monkeypatch):
 
 
 def sample_check(database: HypergammonDatabase, samples: int, seed: int) -> None:
-    generator = torch.Generator().manual_seed(seed)
-    mover = torch.randint(1, database.per_side, (samples,), generator=generator)
-    opponent = torch.randint(1, database.per_side, (samples,), generator=generator)
-    check_database(database, live_positions(database.checkers, mover, opponent))
+    check_database(database, sampled_positions(database, samples, seed))
 
 
 @pytest.mark.slow
@@ -213,6 +197,8 @@ def test_bench_script_scores_the_database_perfect_and_random_not(tmp_path):
     assert random_agent["millipoints_per_choice"] > 0 and random_agent["not_best_fraction"] > 0
     assert random_agent["equity_error"] is None
     assert heuristic["moves"] == exact["moves"]
+    residual = report["bellman_residual"]  # makehyper ran hyper1 to its threshold
+    assert residual["positions"] > 100 and residual["largest"] < THRESHOLD
     assert "signature: positions" in done.stdout
     wrong = subprocess.run([*command[:3], "backgammon"], check=False, capture_output=True, text=True, timeout=120)
     assert wrong.returncode == 2 and "invalid choice" in wrong.stderr
@@ -220,6 +206,30 @@ def test_bench_script_scores_the_database_perfect_and_random_not(tmp_path):
     missing = subprocess.run([*command[:7], missing_path], check=False, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "makehyper -c 1" in missing.stderr
+
+
+def test_bench_script_measures_how_far_an_unfinished_database_is_from_exact(tmp_path):
+    """A database away from its fixed point (every record's P(win) moved by up to 0.05 at random, as an
+    unfinished value iteration leaves it) is scored against as given, and its Bellman residual says so."""
+    records = bytearray(HYPER1.read_bytes())
+    body = np.frombuffer(bytes(records[HEADER_SIZE:]), dtype=np.uint8).reshape(-1, RECORD_SIZE).copy()
+    raw = body[:, :15].reshape(-1, 5, 3).astype(np.int64)
+    values = raw[..., 0] | (raw[..., 1] << 8) | (raw[..., 2] << 16)
+    noise = np.random.default_rng(0).integers(-(1 << 24) // 20, (1 << 24) // 20, size=len(values))
+    values[:, 0] = np.clip(values[:, 0] + noise, 0, (1 << 24) - 1)
+    body[:, :15] = np.stack([(values >> shift) & 0xFF for shift in (0, 8, 16)], -1).reshape(-1, 15)
+    unfinished = tmp_path / "hyper1.bd"
+    unfinished.write_bytes(bytes(records[:HEADER_SIZE]) + body.tobytes())
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_hypergammon_exact.py"
+    output = tmp_path / "report.json"
+    command = [sys.executable, str(script), "--variant", "hypergammon1", "--database", str(unfinished),
+               "--model", "exact", "--games", "20", "--compare", "", "--json", str(output)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Bellman residual" in done.stdout
+    report = json.loads(output.read_text())
+    assert report["agents"][0]["agent"] == f"exact:{unfinished}"
+    assert report["bellman_residual"]["largest"] > 0.05
 
 
 def test_bench_command_with_the_exact_agent(tmp_path):

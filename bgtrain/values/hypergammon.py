@@ -42,6 +42,8 @@ import torch
 
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity
 from engine.board import BOARD_WIDTH, MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
+from engine.dice import roll_tensor, roll_weights
+from engine.movegen import argmax_per_position, legal_afterstates
 from engine.rules import Rules
 from engine.variants import get_rules
 
@@ -224,3 +226,39 @@ def afterstate_equities(database: HypergammonDatabase, afterstates: torch.Tensor
     checker) is valued by the file's record of it, which the tests check against the game's score."""
     return -database.equity(flip_board(afterstates))
 
+
+
+def bellman_equities(database: HypergammonDatabase, board: torch.Tensor) -> torch.Tensor:
+    """The equity of each position one roll ahead: for each of the 21 rolls the afterstate the database
+    values best for the mover, weighted by the rolls' chances: ``float64[B]``. At the file's fixed point
+    this equals ``database.equity(board)``; the difference (the Bellman residual) says how far makehyper's
+    value iteration still is from it."""
+    batch = board.shape[0]
+    rolls = len(roll_weights())
+    afterstates = legal_afterstates(board.repeat_interleave(rolls, 0), roll_tensor().repeat(batch, 1),
+                                    database.rules)
+    values = afterstate_equities(database, afterstates.boards)
+    best = values[afterstates.offsets + argmax_per_position(values, afterstates)]
+    return (best.view(batch, rolls) * roll_weights(torch.float64)).sum(1)
+
+
+def live_positions(checkers: int, mover_rank: torch.Tensor, opponent_rank: torch.Tensor) -> torch.Tensor:
+    """Boards of the given rank pairs, less those with both sides on one point (no game reaches them)."""
+    sides = all_one_sided(checkers)
+    mover, opponent = sides[mover_rank], sides[opponent_rank]
+    clash = ((mover[:, :24] > 0) & (opponent[:, :24].flip(-1) > 0)).any(1)
+    return board_from_sides(mover[~clash], opponent[~clash])
+
+
+def sampled_positions(database: HypergammonDatabase, samples: int, seed: int) -> torch.Tensor:
+    """About ``samples`` live positions of the database, both sides with checkers left, drawn uniformly
+    over its rank pairs (those with the sides on one point dropped): ``int8[<= samples, 28]``."""
+    generator = torch.Generator().manual_seed(seed)
+    mover = torch.randint(1, database.per_side, (samples,), generator=generator)
+    opponent = torch.randint(1, database.per_side, (samples,), generator=generator)
+    return live_positions(database.checkers, mover, opponent)
+
+
+def bellman_residuals(database: HypergammonDatabase, board: torch.Tensor) -> torch.Tensor:
+    """``|bellman_equities - database.equity|`` of each position: ``float64[B]``."""
+    return (bellman_equities(database, board) - database.equity(board)).abs()
