@@ -25,12 +25,14 @@ from bgtrain.benchmark.decisions import (
     DEFAULT_DATA,
     GNUBG_2PLY_DATA,
     GNUBG_2PLY_NAME,
+    STAGES,
     DecisionSet,
     classes_of,
     content_hash,
     load_decisions,
     read_manifest,
     save_decisions,
+    stages_of,
 )
 from bgtrain.benchmark.scorer import Z95, class_sample, decision_losses, log_error_rates, score_agents
 from bgtrain.cli import main
@@ -231,6 +233,45 @@ def test_paired_interval_by_hand():
     assert [rate.position_class for rate in report.rates] == ["contact"] * 3
 
 
+def race_board(mover: dict[int, int], opponent: dict[int, int]) -> list[int]:
+    """A board from each side's checkers by its own point numbers (home board 1..6); the rest borne off."""
+    board = [0] * 28
+    for point, count in mover.items():
+        board[point] = count
+    for point, count in opponent.items():
+        board[25 - point] = -count
+    return board
+
+
+def test_stages_by_who_has_borne_off():
+    boards = torch.tensor([
+        # The mover (15 checkers: 6-point 5, 8-point 5, 11-point 5) against an opponent with 3 left on its
+        # 1-point (12 off): the mover must save the gammon.
+        race_board({6: 5, 8: 5, 11: 5}, {1: 3}),
+        # The same seen from the other side: the mover, 12 off, may win a gammon.
+        race_board({1: 3}, {6: 5, 8: 5, 11: 5}),
+        # Nobody off: 15 against 15.
+        race_board({6: 5, 8: 5, 11: 5}, {6: 5, 7: 5, 12: 5}),
+        # Both bearing off: 10 off against 12 off.
+        race_board({2: 5}, {1: 3}),
+    ], dtype=torch.int8)
+    assert [STAGES[stage] for stage in stages_of(boards).tolist()] == list(STAGES)
+    assert torch.equal(stages_of(flip_board(boards)), torch.tensor([1, 0, 2, 3]))
+
+
+def test_stage_shares_add_up_to_the_class_error_rate():
+    decisions = read_bm(SAMPLE)
+    report = score_agents([PubevalAgent(), IndexAgent(99, "last")], decisions, by_stage=True)
+    assert report.stages
+    for rate in report.rates:
+        mine = [s for s in report.stages if (s.agent, s.position_class) == (rate.agent, rate.position_class)]
+        assert sum(s.decisions for s in mine) == rate.decisions
+        assert sum(s.share for s in mine) == pytest.approx(rate.error_rate)
+        for stage in mine:
+            assert stage.share == pytest.approx(stage.error_rate * stage.decisions / rate.decisions)
+    assert not score_agents([PubevalAgent()], decisions).stages  # only when asked
+
+
 def test_save_load_and_hash(tmp_path):
     decisions = read_bm(SAMPLE)
     path = save_decisions(decisions, tmp_path / "set.npz")
@@ -315,6 +356,16 @@ def test_cli_scores_the_sample_and_writes_json(tmp_path, capsys):
     for rate in expected:
         assert rates[("pubeval", rate.position_class)] == pytest.approx(rate.error_rate)
     assert len(report["differences"]) == 3
+
+
+def test_cli_by_stage(tmp_path, capsys):
+    out = tmp_path / "result.json"
+    assert main(["benchmark", "pubeval", "--data", str(SAMPLE), "--by-stage", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "by stage: share of the class's error rate" in printed
+    stages = json.loads(out.read_text())["stages"]
+    assert {stage["position_class"] for stage in stages} == {"contact", "crashed", "race"}
+    assert all(stage["stage"] in STAGES for stage in stages)
 
 
 def test_cli_one_class(capsys):

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from bgtrain.files import atomic_write
+from engine.board import borne_off
 from engine.position_kinds import (
     PHASE_NAMES,
     PHASES,
@@ -46,8 +47,13 @@ from engine.position_kinds import (
     phase_positions,
     position_kinds,
 )
+from engine.rules import STANDARD
 
 CLASSES = PHASE_NAMES  # the benchmark's classes, in GNU Backgammon's naming
+# Where a decision stands in the bear-off, by who has borne off checkers: the stakes a play changes most.
+# "saving the gammon": the mover has none off and the opponent some (a gammon the mover may still save);
+# "winning a gammon": the opponent has none off and the mover some; then neither, then both.
+STAGES = ("saving the gammon", "winning a gammon", "neither off", "both off")
 SOURCES = ("self-play", "disputed", "file")  # sampled from self-play; where agents disagreed; read from a file
 SELF_PLAY, DISPUTED, FROM_FILE = range(3)
 
@@ -70,6 +76,17 @@ def classes_of(board: torch.Tensor) -> torch.Tensor:
     (``engine.position_kinds``): ``int8[B, 28]`` -> ``int64[B]`` of ``PositionKind``; a two-sided
     bear-off counts as a race, a finished game is ``OVER`` (not a decision)."""
     return phase_kinds(position_kinds(board))
+
+
+def stages_of(board: torch.Tensor) -> torch.Tensor:
+    """The stage of each position (its index in :data:`STAGES`): ``int8[B, 28]`` -> ``int64[B]``."""
+    mover_off, opponent_off = borne_off(board, STANDARD.checkers_per_side)  # the benchmark is standard backgammon
+    mover_some, opponent_some = mover_off > 0, opponent_off > 0
+    return torch.where(
+        mover_some == opponent_some,
+        torch.where(mover_some, 3, 2),
+        torch.where(opponent_some, 0, 1),
+    ).to(torch.int64)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from functools import lru_cache
 import torch
 
 from bgtrain.arena.agents import Agent, GreedyValueAgent
-from bgtrain.benchmark.decisions import CLASSES, DecisionSet, class_kind
+from bgtrain.benchmark.decisions import CLASSES, STAGES, DecisionSet, class_kind, stages_of
 from engine.movegen import legal_afterstates
 from engine.rules import STANDARD, Rules
 from engine.state import State
@@ -114,13 +114,31 @@ class PairedDifference:
 
 
 @dataclass(frozen=True)
+class StageShare:
+    """One agent's error on the decisions of one stage (``decisions.STAGES``) of one class: ``share`` is the
+    part of the class's error rate they make (their summed loss over all the class's decisions, × 1000;
+    the shares of a class add up to its error rate), ``error_rate`` the mean over the stage's own."""
+
+    agent: str
+    position_class: str
+    stage: str
+    decisions: int
+    share: float
+    error_rate: float
+
+
+@dataclass(frozen=True)
 class BenchmarkReport:
     rates: tuple[ErrorRate, ...]
     differences: tuple[PairedDifference, ...]
+    stages: tuple[StageShare, ...] = ()
 
     def as_dict(self) -> dict:
-        return {"error_rates": [asdict(rate) for rate in self.rates],
-                "differences": [asdict(difference) for difference in self.differences]}
+        payload = {"error_rates": [asdict(rate) for rate in self.rates],
+                   "differences": [asdict(difference) for difference in self.differences]}
+        if self.stages:
+            payload["stages"] = [asdict(stage) for stage in self.stages]
+        return payload
 
     def table(self) -> str:
         """The error rates (one row per agent, one column per class) and the paired differences."""
@@ -143,14 +161,46 @@ class BenchmarkReport:
             for difference in self.differences:
                 lines.append(f"  {difference.agent_a} - {difference.agent_b} [{difference.position_class}]: "
                              f"{difference.difference:+.2f} ± {difference.interval95:.2f}")
+        if self.stages:
+            lines.append("")
+            lines.extend(self.stage_table(agents, width))
         return "\n".join(lines)
+
+    def stage_table(self, agents: list[str], width: int) -> list[str]:
+        """Per class, each stage's share of every agent's error rate (its own mean in brackets)."""
+        lines = ["by stage: share of the class's error rate x 1000 [mean over the stage's decisions]"]
+        by_key = {(stage.agent, stage.position_class, stage.stage): stage for stage in self.stages}
+        for name in dict.fromkeys(stage.position_class for stage in self.stages):
+            present = [s for s in STAGES if (agents[0], name, s) in by_key]
+            header = f"{name:<{width}}" + "".join(
+                f"  {f'{s} ({by_key[(agents[0], name, s)].decisions})':>28}" for s in present)
+            lines.append(header)
+            for agent in agents:
+                cells = "".join(f"  {f'{by_key[(agent, name, s)].share:.2f} [{by_key[(agent, name, s)].error_rate:.2f}]':>28}"
+                                for s in present)
+                lines.append(f"{agent:<{width}}{cells}")
+        return lines
+
+
+def stage_shares(agent: str, name: str, members: DecisionSet, loss: torch.Tensor) -> list[StageShare]:
+    """How ``agent``'s losses on one class's decisions split over the stages (those with decisions)."""
+    stage = stages_of(members.board)
+    shares = []
+    for index, stage_name in enumerate(STAGES):
+        inside = stage == index
+        if bool(inside.any()):
+            shares.append(StageShare(agent, name, stage_name, int(inside.sum()),
+                                     float(loss[inside].sum()) * 1000.0 / len(members),
+                                     float(loss[inside].mean()) * 1000.0))
+    return shares
 
 
 def score_agents(agents: list[Agent], decisions: DecisionSet, classes: tuple[str, ...] = CLASSES,
-                 batch: int = BATCH, device: torch.device | str = "cpu") -> BenchmarkReport:
+                 batch: int = BATCH, device: torch.device | str = "cpu", by_stage: bool = False) -> BenchmarkReport:
     """Every agent's error rate per class of ``classes`` (classes without decisions are left out) and,
-    for two or more agents, each pair's paired difference."""
-    rates, differences = [], []
+    for two or more agents, each pair's paired difference; with ``by_stage``, each class's error split
+    over the stages of the bear-off (``stage_shares``)."""
+    rates, differences, stages = [], [], []
     for name in classes:
         members = decisions.of_class(name)
         if len(members) == 0:
@@ -161,11 +211,13 @@ def score_agents(agents: list[Agent], decisions: DecisionSet, classes: tuple[str
             losses[agent.name] = loss
             mean, interval = mean_interval(loss * 1000.0)
             rates.append(ErrorRate(agent.name, name, len(members), mean, interval, float((~listed).double().mean())))
+            if by_stage:
+                stages.extend(stage_shares(agent.name, name, members, loss))
         for i, first in enumerate(agents):
             for second in agents[i + 1:]:
                 mean, interval = mean_interval((losses[first.name] - losses[second.name]) * 1000.0)
                 differences.append(PairedDifference(first.name, second.name, name, len(members), mean, interval))
-    return BenchmarkReport(tuple(rates), tuple(differences))
+    return BenchmarkReport(tuple(rates), tuple(differences), tuple(stages))
 
 
 def class_sample(decisions: DecisionSet, per_class: int, seed: int = 0) -> DecisionSet:

@@ -1,6 +1,6 @@
 """Score agents' checker play on the move-error benchmark: mean equity lost per decision × 1000.
 
-    bgtrain benchmark AGENT... [--class contact|crashed|race] [--data PATH] [--json FILE]
+    bgtrain benchmark AGENT... [--class contact|crashed|race] [--data PATH] [--by-stage] [--json FILE]
                                [--device D] [--threads T]
 
 Agents: ``pubeval``, ``random``, ``PATH.pt[:Nply]`` (a checkpoint), ``PATH.onnx[:Nply]`` (an export),
@@ -14,6 +14,8 @@ or ``--data`` a file of the same format (``.npz``) or GNU Backgammon's own ``.bm
 listed for its decision is charged the worst listed loss. Printed per class: each agent's error rate
 with its 95% interval and the share of its plays that were not listed; with two or more agents, the
 difference of each pair on the same decisions with a paired 95% interval (``bgtrain.benchmark.scorer``).
+``--by-stage`` also splits each class's error by the stage of the bear-off (``decisions.STAGES``: the
+mover saving a gammon, winning one, neither side nor both with checkers off), to show where it comes from.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", metavar="PATH", help="decisions: a .npz benchmark or a GNU Backgammon .bm file "
                         "(default: the shipped benchmark; 'gnubg-2ply': the set as built, every class labelled by "
                         "GNU Backgammon 2-ply)")
+    parser.add_argument("--by-stage", action="store_true",
+                        help="also split each class's error by the stage of the bear-off: saving the gammon, "
+                             "winning a gammon, neither side off, both")
     parser.add_argument("--json", metavar="FILE", help="also write the error rates and differences as JSON to FILE")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
@@ -59,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     device = torch.device(args.device)
     agents = [make_agent(name, device=device, seed=args.seed) for name in names]
     start = time.perf_counter()
-    report = score_agents(agents, decisions, classes, device=device)
+    report = score_agents(agents, decisions, classes, device=device, by_stage=args.by_stage)
     seconds = time.perf_counter() - start
     source = args.data or "the shipped benchmark"
     total = sum(counts[name] for name in classes)
