@@ -171,14 +171,13 @@ class BenchmarkReport:
         lines = ["by stage: share of the class's error rate x 1000 [mean over the stage's decisions]"]
         by_key = {(stage.agent, stage.position_class, stage.stage): stage for stage in self.stages}
         for name in dict.fromkeys(stage.position_class for stage in self.stages):
-            present = [s for s in STAGES if (agents[0], name, s) in by_key]
-            header = f"{name:<{width}}" + "".join(
-                f"  {f'{s} ({by_key[(agents[0], name, s)].decisions})':>28}" for s in present)
-            lines.append(header)
+            present = [stage for stage in STAGES if (agents[0], name, stage) in by_key]
+            counts = [f"{stage} ({by_key[(agents[0], name, stage)].decisions})" for stage in present]
+            lines.append(f"{name:<{width}}" + "".join(f"  {count:>28}" for count in counts))
             for agent in agents:
-                cells = "".join(f"  {f'{by_key[(agent, name, s)].share:.2f} [{by_key[(agent, name, s)].error_rate:.2f}]':>28}"
-                                for s in present)
-                lines.append(f"{agent:<{width}}{cells}")
+                shares = [by_key[(agent, name, stage)] for stage in present]
+                cells = [f"{share.share:.2f} [{share.error_rate:.2f}]" for share in shares]
+                lines.append(f"{agent:<{width}}" + "".join(f"  {cell:>28}" for cell in cells))
         return lines
 
 
