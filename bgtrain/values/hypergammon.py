@@ -227,7 +227,6 @@ def afterstate_equities(database: HypergammonDatabase, afterstates: torch.Tensor
     return -database.equity(flip_board(afterstates))
 
 
-
 def bellman_equities(database: HypergammonDatabase, board: torch.Tensor) -> torch.Tensor:
     """The equity of each position one roll ahead: for each of the 21 rolls the afterstate the database
     values best for the mover, weighted by the rolls' chances: ``float64[B]``. At the file's fixed point
