@@ -50,19 +50,18 @@ def place(board: torch.Tensor, counts: torch.Tensor, columns: torch.Tensor, sign
 def gammon_save_positions(count: int, seed: int) -> torch.Tensor:
     """``count`` race positions as the module docstring draws them: ``int8[count, 28]``."""
     generator = torch.Generator().manual_seed(seed)
-    rows = count
-    board = torch.zeros(rows, 28, dtype=torch.int8)
-    outside = torch.randint(1, MAX_OUTSIDE + 1, (rows,), generator=generator)
-    uniform = torch.rand(rows, MAX_OUTSIDE, generator=generator)
+    board = torch.zeros(count, 28, dtype=torch.int8)
+    outside = torch.randint(1, MAX_OUTSIDE + 1, (count,), generator=generator)
+    uniform = torch.rand(count, MAX_OUTSIDE, generator=generator)
     pips = torch.floor(torch.log1p(-uniform) / torch.log(torch.tensor(0.75))).long()  # geometric, p = 0.25
     place(board, outside, 7 + pips.clamp(max=FARTHEST_POINT - 7), 1)
-    home = torch.multinomial(torch.tensor(HOME_WEIGHTS).expand(rows, 6), 15, replacement=True, generator=generator)
+    home = torch.multinomial(torch.tensor(HOME_WEIGHTS).expand(count, 6), 15, replacement=True, generator=generator)
     place(board, 15 - outside, 1 + home, 1)
-    left = torch.randint(1, 15, (rows,), generator=generator)
-    finishing = torch.multinomial(torch.tensor(FINISHING_WEIGHTS).expand(rows, 6), 14, replacement=True,
+    left = torch.randint(1, 15, (count,), generator=generator)
+    finishing = torch.multinomial(torch.tensor(FINISHING_WEIGHTS).expand(count, 6), 14, replacement=True,
                                   generator=generator)
     place(board, left, 24 - finishing, -1)  # the finishing side's point p is the board's column 25 - p
-    seen_from_finishing = torch.arange(rows) % 2 == 1
+    seen_from_finishing = torch.arange(count) % 2 == 1
     board[seen_from_finishing] = flip_board(board[seen_from_finishing])
     return board
 

@@ -209,17 +209,15 @@ def test_bench_script_scores_the_database_perfect_and_random_not(tmp_path):
 
 
 def test_bench_script_measures_how_far_an_unfinished_database_is_from_exact(tmp_path):
-    """A database away from its fixed point (every record's P(win) moved by up to 0.05 at random, as an
+    """A database away from its fixed point (every record's P(win) off by up to 0.03 at random, as an
     unfinished value iteration leaves it) is scored against as given, and its Bellman residual says so."""
-    records = bytearray(HYPER1.read_bytes())
-    body = np.frombuffer(bytes(records[HEADER_SIZE:]), dtype=np.uint8).reshape(-1, RECORD_SIZE).copy()
-    raw = body[:, :15].reshape(-1, 5, 3).astype(np.int64)
-    values = raw[..., 0] | (raw[..., 1] << 8) | (raw[..., 2] << 16)
-    noise = np.random.default_rng(0).integers(-(1 << 24) // 20, (1 << 24) // 20, size=len(values))
-    values[:, 0] = np.clip(values[:, 0] + noise, 0, (1 << 24) - 1)
-    body[:, :15] = np.stack([(values >> shift) & 0xFF for shift in (0, 8, 16)], -1).reshape(-1, 15)
+    data = HYPER1.read_bytes()
+    body = np.frombuffer(data[HEADER_SIZE:], dtype=np.uint8).reshape(-1, RECORD_SIZE).copy()
+    # P(win) is bytes 0..2, little-endian over 2^24 - 1: nudging its top byte by -8..8 moves it by up to 0.03.
+    nudge = np.random.default_rng(0).integers(-8, 9, size=len(body))
+    body[:, 2] = np.clip(body[:, 2].astype(np.int64) + nudge, 0, 255)
     unfinished = tmp_path / "hyper1.bd"
-    unfinished.write_bytes(bytes(records[:HEADER_SIZE]) + body.tobytes())
+    unfinished.write_bytes(data[:HEADER_SIZE] + body.tobytes())
     script = Path(__file__).resolve().parents[1] / "scripts" / "bench_hypergammon_exact.py"
     output = tmp_path / "report.json"
     command = [sys.executable, str(script), "--variant", "hypergammon1", "--database", str(unfinished),
