@@ -27,6 +27,7 @@ COMMANDS = {
     "league": "Round robin between agents: a table of points per game, a rating per agent, JSON and a plot",
     "benchmark": "Error rates of agents' checker play on the move-error benchmark (equity lost per decision x 1000)",
     "analyse": "Analyse played games in .mat files: error rates, PR, marked plays, cube errors, luck (text, JSON, HTML)",
+    "combine": "Make a phase model from networks, one a phase: a model with one phase retrained, or ensembles",
     "prune": "Attach pruning networks to a phase model: small networks that let its searches value few plays per roll",
     "serve": "An HTTP API for other programs: wildbg's /move and /eval, plus position IDs, XGIDs, cube and variants",
 }

@@ -76,8 +76,13 @@ def test_save_load_and_the_tools(tmp_path):
     with compile_mode("never"):
         assert evaluator.probabilities(board[:8], ply=1).shape == (8, 5)
         assert evaluator.best_moves(board[:8], torch.tensor([[3, 1]] * 8), ply=0).shape == (8,)
-    with pytest.raises(ValueError, match="phase model already"):
-        combine_checkpoints(combined, paths[1], paths[2], tmp_path / "again.pt")
+    # A phase model given for a phase gives its network of that phase: here the contact network of
+    # `combined` with the other two phases swapped.
+    swapped = load_model(combine_checkpoints(combined, paths[2], paths[1], tmp_path / "again.pt")).model
+    crashed_network, race_network = swapped.phases["crashed"], swapped.phases["race"]
+    assert swapped.phases["contact"].model_args() == parts["contact"].model_args()
+    torch.testing.assert_close(crashed_network.evaluate(board), parts["race"].evaluate(board), atol=0, rtol=0)
+    torch.testing.assert_close(race_network.evaluate(board), parts["crashed"].evaluate(board), atol=0, rtol=0)
 
 
 def test_every_command_takes_a_phase_model(tmp_path, capsys):
@@ -121,3 +126,39 @@ def test_onnx_export_routes_like_the_model(tmp_path):
                                atol=1e-5, rtol=0)
     with pytest.raises(ValueError, match="without --bare"):
         export_model(model, {}, tmp_path / "bare.onnx", "onnx", bare=True)
+
+
+def test_the_combine_command_replaces_one_phase_of_a_model(tmp_path, capsys):
+    from bgtrain.cli import main
+
+    parts = networks(3)
+    paths = []
+    for games, (name, network) in enumerate(parts.items(), start=1):
+        path = tmp_path / f"{name}.pt"
+        save_checkpoint(path, {"model": network.model_args(), "weights": network.state_dict(),
+                               "config": config_to_dict(Config()), "counters": {"games": games},
+                               "rules": "backgammon"})
+        paths.append(str(path))
+    model = str(combine_checkpoints(*paths, tmp_path / "phases.pt"))
+    out = str(tmp_path / "retrained.pt")
+    # The race phase replaced by the contact network's checkpoint, the others taken from the phase model.
+    assert main(["combine", "--contact", model, "--crashed", model, "--race", paths[0], "--out", out]) == 0
+    printed = capsys.readouterr().out
+    assert "race     tesauro_plus 8" in printed and f"from {paths[0]}" in printed and f"wrote {out}" in printed
+    loaded = load_model(out)
+    board = boards()
+    for phase, expected in (("contact", "contact"), ("crashed", "crashed"), ("race", "contact")):
+        torch.testing.assert_close(loaded.model.phases[phase].evaluate(board), parts[expected].evaluate(board),
+                                   atol=0, rtol=0)
+    assert loaded.payload["phase_counters"] == {"contact": {"games": 1}, "crashed": {"games": 2}, "race": {"games": 1}}
+    assert loaded.payload["sources"] == {"contact": model, "crashed": model, "race": paths[0]}
+    # Several checkpoints for a phase: an ensemble; a phase model's ensemble cannot join another.
+    ensemble = str(tmp_path / "ensemble.pt")
+    assert main(["combine", "--contact", *paths, "--crashed", model, "--race", model, "--out", ensemble]) == 0
+    capsys.readouterr()
+    assert load_model(ensemble).payload["model"]["phases"]["contact"]["kind"] == "ensemble"
+    assert main(["combine", "--contact", ensemble, paths[0], "--crashed", model, "--race", model,
+                 "--out", str(tmp_path / "nested.pt")]) == 2
+    assert "cannot be a member of another" in capsys.readouterr().err
+    assert main(["combine", "--contact", model, "--crashed", model, "--race", model, "--out", "x.onnx"]) == 2
+    assert "named .pt" in capsys.readouterr().err

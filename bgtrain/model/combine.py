@@ -1,8 +1,11 @@
-"""Phase models and ensembles from ordinary checkpoints: ``combine_checkpoints``.
+"""Phase models and ensembles from checkpoints: ``combine_checkpoints``.
 
 Three checkpoints of single networks (for example three supervised runs, each with ``[supervised]
 kinds`` set to one phase) become one ``PhaseNetwork`` checkpoint; a list of checkpoints for a phase
-becomes that phase's ``EnsembleNetwork``.
+becomes that phase's ``EnsembleNetwork``. A phase model given for a phase gives its own network of that
+phase, so a model is rebuilt with one phase replaced (``bgtrain combine --race NEW.pt --contact OLD.pt
+--crashed OLD.pt``) without writing its other networks out first. Pruning networks (``bgtrain.model.pruning``) are not carried
+over: they were fitted to another model's outputs (``bgtrain prune`` fits new ones).
 """
 
 from __future__ import annotations
@@ -20,38 +23,51 @@ from engine.position_kinds import PHASE_NAMES
 Sources = str | Path | list[str | Path]  # a phase's checkpoint, or several for an ensemble
 
 
+def _phase_network(source: str | Path, phase: str):
+    """The network ``source`` gives ``phase``, its counters (a dict, or a list for an ensemble) and its
+    checkpoint's payload: a single network as it is, a phase model's network of that phase."""
+    loaded = load_model(source)
+    network, payload = loaded.model, loaded.payload
+    kind = network.model_args().get("kind")
+    if kind == ENSEMBLE:
+        raise ValueError(f"{source} is an ensemble already; give its members, or a phase model holding it")
+    if kind != PHASE_MODEL:
+        return network, payload["counters"], payload
+    counters = payload.get("phase_counters", {}).get(phase, {})
+    return network.phases[phase], counters, payload
+
+
 def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path: str | Path) -> Path:
-    """Write a phase model checkpoint at ``path`` from checkpoints of single networks: one per phase,
-    or for a phase a list of several, which become its ``EnsembleNetwork``."""
-    networks, payloads, sources = {}, {}, {}
+    """Write a phase model checkpoint at ``path`` from checkpoints: for each phase one (a single network,
+    or a phase model whose network of that phase is taken) or a list of single networks, which become
+    its ``EnsembleNetwork``."""
+    networks, counters_of, payloads, sources = {}, {}, [], {}
     for name, given in zip(PHASE_NAMES, (contact, crashed, race)):
         sources[name] = [str(given)] if isinstance(given, (str, Path)) else [str(source) for source in given]
-        members = []
+        members, counters = [], []
         for source in sources[name]:
-            loaded = load_model(source)
-            network, payload = loaded.model, loaded.payload
-            kind = network.model_args().get("kind")
-            if kind in (PHASE_MODEL, ENSEMBLE):
-                what = "a phase model" if kind == PHASE_MODEL else "an ensemble"
-                raise ValueError(f"{source} is {what} already; give single networks")
+            network, network_counters, payload = _phase_network(source, name)
+            if len(sources[name]) > 1 and isinstance(network, EnsembleNetwork):
+                raise ValueError(f"{source}: its {name} network is an ensemble, which cannot be a member of another")
             members.append(network)
-            payloads.setdefault(name, []).append(payload)
+            counters.append(network_counters)
+            payloads.append(payload)
         networks[name] = members[0] if len(members) == 1 else EnsembleNetwork(members)
+        # A phase model's ensemble phase brings its members' counters as a list already.
+        counters_of[name] = counters[0] if len(counters) == 1 else counters
     model = PhaseNetwork(networks)
-    every = [payload for name in PHASE_NAMES for payload in payloads[name]]
-    rules = {payload.get("rules", "backgammon") for payload in every}
+    rules = {payload.get("rules", "backgammon") for payload in payloads}
     if len(rules) != 1:
         raise ValueError(f"the networks were trained for different variants: {sorted(rules)}")
     # The counters are all the networks' summed; each network's own stay beside them.
-    counters: dict[str, float] = {}
-    for payload in every:
-        for key, value in payload["counters"].items():
-            counters[key] = counters.get(key, 0) + value
-    payload = checkpoint_payload(model, payloads["contact"][0]["config"], rules.pop(), counters)
-
-    def one_or_list(values: list):
-        return values[0] if len(values) == 1 else values
-
-    payload["phase_counters"] = {name: one_or_list([p["counters"] for p in payloads[name]]) for name in PHASE_NAMES}
-    payload["sources"] = {name: one_or_list(sources[name]) for name in PHASE_NAMES}
+    total: dict[str, float] = {}
+    for name in PHASE_NAMES:
+        each = counters_of[name] if isinstance(counters_of[name], list) else [counters_of[name]]
+        for counters in each:
+            for key, value in counters.items():
+                total[key] = total.get(key, 0) + value
+    payload = checkpoint_payload(model, payloads[0]["config"], rules.pop(), total)
+    payload["phase_counters"] = counters_of
+    payload["sources"] = {name: sources[name][0] if len(sources[name]) == 1 else sources[name]
+                          for name in PHASE_NAMES}
     return save_checkpoint(path, payload)
