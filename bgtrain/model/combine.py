@@ -4,8 +4,9 @@ Three checkpoints of single networks (for example three supervised runs, each wi
 kinds`` set to one phase) become one ``PhaseNetwork`` checkpoint; a list of checkpoints for a phase
 becomes that phase's ``EnsembleNetwork``. A phase model given for a phase gives its own network of that
 phase, so a model is rebuilt with one phase replaced (``bgtrain combine --race NEW.pt --contact OLD.pt
---crashed OLD.pt``) without writing its other networks out first. Pruning networks (``bgtrain.model.pruning``) are not carried
-over: they were fitted to another model's outputs (``bgtrain prune`` fits new ones).
+--crashed OLD.pt``) without writing its other networks out first. Pruning networks
+(``bgtrain.model.pruning``) are not carried over: they were fitted to another model's outputs
+(``bgtrain prune`` fits new ones).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from bgtrain.model.phases import PhaseNetwork
 from engine.position_kinds import PHASE_NAMES
 
 Sources = str | Path | list[str | Path]  # a phase's checkpoint, or several for an ensemble
+
+
+def _one_or_list(values: list):
+    return values[0] if len(values) == 1 else values
 
 
 def _phase_network(source: str | Path, phase: str):
@@ -54,7 +59,7 @@ def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path:
             payloads.append(payload)
         networks[name] = members[0] if len(members) == 1 else EnsembleNetwork(members)
         # A phase model's ensemble phase brings its members' counters as a list already.
-        counters_of[name] = counters[0] if len(counters) == 1 else counters
+        counters_of[name] = _one_or_list(counters)
     model = PhaseNetwork(networks)
     rules = {payload.get("rules", "backgammon") for payload in payloads}
     if len(rules) != 1:
@@ -68,6 +73,5 @@ def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path:
                 total[key] = total.get(key, 0) + value
     payload = checkpoint_payload(model, payloads[0]["config"], rules.pop(), total)
     payload["phase_counters"] = counters_of
-    payload["sources"] = {name: sources[name][0] if len(sources[name]) == 1 else sources[name]
-                          for name in PHASE_NAMES}
+    payload["sources"] = {name: _one_or_list(sources[name]) for name in PHASE_NAMES}
     return save_checkpoint(path, payload)
