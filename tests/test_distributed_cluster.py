@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -90,7 +89,7 @@ def test_an_onnx_agent_plays_on_nodes_that_cannot_see_the_drivers_files(two_node
 
 
 def test_a_lost_node_s_work_finishes_on_the_survivor(two_nodes, tmp_path):
-    """The head node's raylet outlives node B's, killed while both play: every chunk is played, the
+    """Node B (its raylet and its worker) is killed while both nodes play: every chunk is played, the
     lost ones again on the head's worker, and the result is the in-process one."""
     cluster, _ = two_nodes
     # Chunks long enough (100 games each) that node B still holds work when it is killed after the first
@@ -107,7 +106,7 @@ def test_a_lost_node_s_work_finishes_on_the_survivor(two_nodes, tmp_path):
     while len(list(work_dir.glob("shard_*.npz"))) < 2 and job.poll() is None and time.monotonic() - started < 180:
         time.sleep(0.05)
     assert job.poll() is None, "the job ended before node B was killed"
-    os.kill(cluster.node_raylets[1], signal.SIGKILL)
+    cluster.kill_node(1)  # the raylet and its worker at once: the worker alone could finish B's work
     try:
         _, stderr = job.communicate(timeout=240)
     finally:

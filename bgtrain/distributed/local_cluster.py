@@ -17,6 +17,7 @@ cluster of this user on the machine.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import secrets
@@ -88,23 +89,19 @@ class LocalCluster:
     def processes(self, name: str = "") -> list[int]:
         """Ids of this cluster's processes whose command line contains ``name``: those that name its
         session directory, and their descendants (agents and workers rename themselves ``ray::...``)."""
-        commands, parents = {}, {}
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                commands[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
-                    errors="replace")
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-        members = {pid for pid, command in commands.items() if str(self.temp_dir) in command}
-        grown = True
-        while grown:
-            children = {pid for pid, parent in parents.items() if parent in members} - members
-            members |= children
-            grown = bool(children)
+        commands, parents = _process_table()
+        members = _with_descendants({pid for pid, command in commands.items() if str(self.temp_dir) in command},
+                                    parents)
         return sorted(pid for pid in members if name in commands.get(pid, ""))
+
+    def kill_node(self, index: int) -> None:
+        """SIGKILL node ``index``'s raylet and every process under it (its workers and agents) at once,
+        as a machine that loses power does. The raylet alone is not that: its workers answer the
+        driver directly and keep finishing tasks for seconds after it is gone."""
+        _, parents = _process_table()
+        for pid in _with_descendants({self.node_raylets[index]}, parents):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def raylets(self) -> list[int]:
         """The raylet processes alive now (the raylet binary; not the Python helpers that name it)."""
@@ -129,6 +126,30 @@ class LocalCluster:
             deadline = time.monotonic() + 10
             while self.processes() and time.monotonic() < deadline:
                 time.sleep(0.2)
+
+
+def _process_table() -> tuple[dict[int, str], dict[int, int]]:
+    """Every process's command line and parent id, from /proc."""
+    commands, parents = {}, {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            commands[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return commands, parents
+
+
+def _with_descendants(roots: set[int], parents: dict[int, int]) -> set[int]:
+    members = set(roots)
+    grown = True
+    while grown:
+        children = {pid for pid, parent in parents.items() if parent in members} - members
+        members |= children
+        grown = bool(children)
+    return members
 
 
 def main() -> int:
