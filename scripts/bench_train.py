@@ -18,20 +18,16 @@ import time
 import torch
 
 from bgtrain.training.config import load_config
-from bgtrain.training.td import Run, selfplay_turn
+from bgtrain.training.td import Run, selfplay_step
 from engine import kernels
-from engine.game import new_games, play
 
 
 def selfplay_only(run: Run, seconds: float) -> float:
     config = run.config
     state, games, start = run.state, 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        _, chosen = selfplay_turn(run.network, state, run.rules, config.selfplay.exploration_epsilon, run.explore)
-        state = play(state, chosen, run.rules, run.dice)
-        finished = state.game_over | (state.turn >= config.selfplay.turn_limit)
+        _, state, finished = selfplay_step(run.network, state, run.rules, config.selfplay, run.dice, run.explore)
         games += int(finished.sum())
-        state = state.where(finished, new_games(run.rules, state.batch_size, run.dice, run.device))
     if run.device.type == "cuda":
         torch.cuda.synchronize()
     run.state = state
