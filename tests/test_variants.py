@@ -23,6 +23,7 @@ from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAN
 from engine.dice import ALL_ROLLS, RandomDice, ScriptedDice
 from engine.game import new_games, play, restart_finished, winning_points
 from engine.movegen import legal_afterstates
+from engine.position_facts import mover_finished
 from engine.position_id import decode_position_id, encode_position_id
 from engine.random_play import random_choice
 from engine.reference import reference_afterstates, reference_turns
@@ -812,6 +813,20 @@ def test_moves_takes_and_reports_checkers_in_hand(capsys):
     assert status == 2 and "hand=M,O" in err
 
 
+def _acey_deucey_rolls(games: int = 64) -> State:
+    """``games`` acey-deucey games spread out by random play, each then given the 1-2 roll."""
+    dice = RandomDice(5)
+    state = new_games(ACEY_DEUCEY, games, dice)
+    generator = torch.Generator().manual_seed(6)
+    for _ in range(12):
+        afterstates = legal_afterstates(state.board, state.dice, ACEY_DEUCEY)
+        choice = random_choice(afterstates, generator)
+        state = play(state, afterstates.select(choice), ACEY_DEUCEY, dice, afterstates.select_extra_roll(choice))
+        state = restart_finished(state, ACEY_DEUCEY, dice)
+    return State(board=state.board, dice=torch.tensor([[2, 1]], dtype=torch.int8).expand(games, 2), seat=state.seat,
+                 turn=state.turn, game_over=state.game_over, result=state.result)
+
+
 def test_evaluator_values_extra_roll_plays_for_the_mover():
     """An acey-deucey play that earns an extra roll leaves the mover on roll: the evaluator's 0-ply
     choice must agree with the greedy agent's, which values those plays for the mover."""
@@ -823,16 +838,25 @@ def test_evaluator_values_extra_roll_plays_for_the_mover():
     network = ValueNetwork("tesauro198", (16,))
     evaluator = Evaluator.from_network(network, ACEY_DEUCEY, bearoff=False)
     agent = GreedyValueAgent.from_network(network, "net", ACEY_DEUCEY)
-    dice = RandomDice(5)
-    state = new_games(ACEY_DEUCEY, 64, dice)
-    generator = torch.Generator().manual_seed(6)
-    for _ in range(12):  # spread the games out, then give every one the acey-deucey roll
-        afterstates = legal_afterstates(state.board, state.dice, ACEY_DEUCEY)
-        choice = random_choice(afterstates, generator)
-        state = play(state, afterstates.select(choice), ACEY_DEUCEY, dice, afterstates.select_extra_roll(choice))
-        state = restart_finished(state, ACEY_DEUCEY, dice)
-    state = State(board=state.board, dice=torch.tensor([[2, 1]], dtype=torch.int8).expand(64, 2), seat=state.seat,
-                  turn=state.turn, game_over=state.game_over, result=state.result)
+    state = _acey_deucey_rolls()
     afterstates = legal_afterstates(state.board, state.dice, ACEY_DEUCEY)
     assert bool(afterstates.extra_roll.any())
     assert torch.equal(evaluator.choose(afterstates, 0), agent.choose(state, afterstates))
+
+
+def test_static_plays_value_each_play_once_for_the_side_on_roll_after_it():
+    """``StaticValue.plays`` values an extra-roll play only as the mover's position and the others only
+    as afterstates: the same as valuing every play both ways and picking (the obvious reference)."""
+    from bgtrain.model.network import ValueNetwork
+    from bgtrain.values.static_value import NetworkValue, StaticValue
+
+    torch.manual_seed(4)
+    static = StaticValue(NetworkValue(ValueNetwork("tesauro198", (16,)), ACEY_DEUCEY), ACEY_DEUCEY)
+    state = _acey_deucey_rolls(16)
+    dice = torch.tensor([[2, 1], [6, 5]], dtype=torch.int8).repeat(8, 1)  # half the games' plays end the turn
+    afterstates = legal_afterstates(state.board, dice, ACEY_DEUCEY)
+    rolls_again = afterstates.extra_roll & ~mover_finished(afterstates.boards)
+    assert 0 < int(rolls_again.sum()) < afterstates.total
+    both_ways = torch.where(rolls_again.unsqueeze(1), static.positions(afterstates.boards),
+                            static.afterstates(afterstates.boards))
+    torch.testing.assert_close(static.plays(afterstates), both_ways, rtol=0, atol=1e-6)
