@@ -1,7 +1,7 @@
 """Relabel a sample of benchmark decisions by rollouts, and score agents under both references.
 
-    python scripts/rollout_benchmark.py [--class contact] [--decisions 200] [--top 4] [--trials 144]
-                                        [--truncate 7] [--model checkpoints/bgtrain-plus.pt] [--seed 1]
+    python scripts/rollout_benchmark.py [--class contact] [--decisions 200] [--top 4] [--trials 72]
+                                        [--truncate 7] [--model checkpoints/bgtrain-distilled.pt] [--seed 1]
                                         [--agents pubeval,gnubg:0ply,checkpoints/bgtrain-default.pt,...]
                                         [--out runs/benchmark-rollout] [--batch 16] [--threads 1]
                                         [--device cpu] [--from-the-end]
@@ -68,9 +68,10 @@ def main() -> int:
     parser.add_argument("--class", dest="position_class", default="contact")
     parser.add_argument("--decisions", type=int, default=200)
     parser.add_argument("--top", type=int, default=4)
-    parser.add_argument("--trials", type=int, default=144)
+    parser.add_argument("--trials", type=int, default=72)
     parser.add_argument("--truncate", type=int, default=7, help="plies; 0 for whole games")
-    parser.add_argument("--model", default="checkpoints/bgtrain-plus.pt")
+    # The shipped reference's roller: the fast default model, which taught none of the models it grades.
+    parser.add_argument("--model", default="checkpoints/bgtrain-distilled.pt")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--agents", default=DEFAULT_AGENTS)
     parser.add_argument("--out", default="runs/benchmark-rollout")

@@ -61,6 +61,11 @@ DATA_DIRECTORY = Path(__file__).resolve().parent.parent / "data" / "benchmark"
 DEFAULT_DATA = DATA_DIRECTORY / "benchmark.npz"
 GNUBG_2PLY_NAME = "gnubg-2ply"  # the set as built, before rollouts; ``--data gnubg-2ply``
 GNUBG_2PLY_DATA = DATA_DIRECTORY / GNUBG_2PLY_NAME / "benchmark.npz"
+# The shipped set before 2026-12-03: contact and crashed rolled out by ``bgtrain-plus.pt``, which taught the
+# supervised models it graded. Kept so that every figure measured on it can be measured again.
+PLUS_ROLLOUTS_NAME = "plus-rollouts"
+# Earlier references shipped beside the default, each a directory of DATA_DIRECTORY named on the command line.
+NAMED_SETS = (GNUBG_2PLY_NAME, PLUS_ROLLOUTS_NAME)
 MANIFEST_NAME = "manifest.json"
 
 
@@ -226,18 +231,27 @@ def load_npz(path: str | Path) -> DecisionSet:
 
 def load_decisions(path: str | Path | None = None) -> DecisionSet:
     """The decisions in ``path``: our ``.npz`` format, or GNU Backgammon's ``.bm`` text format
-    (``bgtrain.benchmark.bm_format``); the shipped set when ``path`` is None, the set as built (GNU
-    Backgammon 2-ply for every class) when it is ``"gnubg-2ply"``."""
+    (``bgtrain.benchmark.bm_format``); the shipped set when ``path`` is None, and a set of
+    ``NAMED_SETS`` by its name: ``"gnubg-2ply"`` (the set as built, GNU Backgammon 2-ply for every
+    class), ``"plus-rollouts"`` (the shipped set before, contact and crashed rolled out by
+    ``bgtrain-plus.pt``)."""
     if path is None:
         return load_npz(DEFAULT_DATA)
-    if path == GNUBG_2PLY_NAME:
-        return load_npz(GNUBG_2PLY_DATA)
+    if path in NAMED_SETS:
+        return load_npz(named_set(path))
     path = Path(path)
     if path.suffix.lower() == ".bm":
         from bgtrain.benchmark.bm_format import read_bm
 
         return read_bm(path)
     return load_npz(path)
+
+
+def named_set(name: str) -> Path:
+    """The file of a set of ``NAMED_SETS``."""
+    if name not in NAMED_SETS:
+        raise ValueError(f"unknown benchmark set {name!r}: a named set is one of {', '.join(NAMED_SETS)}")
+    return DATA_DIRECTORY / name / "benchmark.npz"
 
 
 def read_manifest(data_path: str | Path = DEFAULT_DATA) -> dict:

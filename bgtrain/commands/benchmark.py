@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"score one class only: {', '.join(CLASSES)} (default: all)")
     parser.add_argument("--data", metavar="PATH", help="decisions: a .npz benchmark or a GNU Backgammon .bm file "
                         "(default: the shipped benchmark; 'gnubg-2ply': the set as built, every class labelled by "
-                        "GNU Backgammon 2-ply)")
+                        "GNU Backgammon 2-ply; 'plus-rollouts': the shipped set before 2026-12-03, contact and "
+                        "crashed rolled out by bgtrain-plus.pt)")
     parser.add_argument("--by-stage", action="store_true",
                         help="also split each class's error by the stage of the bear-off: saving the gammon, "
                              "winning a gammon, neither side off, both")
