@@ -243,6 +243,27 @@ def test_the_real_plans_read_with_every_network_trained_and_shipped(name):
         assert names.index("dataset:d2p1-all-s901") < names.index("select:sel-s901") < names.index("relabel:d2p2-sel-s901")
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "generation").glob("*.toml")), ids=lambda path: path.stem)
+def test_every_plan_in_configs_reads_and_plans_its_stages(path):
+    plan = load_plan(path)
+    names = stage_names(plan, RunOptions())
+    assert names[-1] == "ship" and names.count("combine") == 1
+    every_dataset = {entry.name for section in (plan.datasets, plan.relabel, plan.plays, plan.select) for entry in section}
+    for phase in plan.phases:  # each network learns from datasets the plan makes, or from directories
+        for section in plan.phases[phase]:
+            names = [name.split("@")[0] for name in section.datasets]  # NAME@N: its first N shards
+            assert all(name in every_dataset or "/" in name for name in names), (phase, section.datasets)
+
+
+def test_generation_9_attempt_7_is_taught_by_attempt_6s_model():
+    attempt6 = load_plan(ROOT / "configs" / "generation" / "gen9_attempt6.toml")
+    attempt7 = load_plan(ROOT / "configs" / "generation" / "gen9_attempt7.toml")
+    teacher = attempt6.generation.model
+    assert attempt7.generation.labelling_model == attempt7.generation.self_play_model == teacher
+    assert all(attempt7.phases[phase][0].init_from == teacher for phase in attempt7.phases)
+    assert all(entry.labeller == "ply:1" for entry in (*attempt7.datasets, *attempt7.plays))
+
+
 def test_one_process_a_generation(tmp_path):
     plan = plan_from_dict(tiny_data(tmp_path / "gen"))
     with (directory_lock(tmp_path / "gen", "generation.lock", "scripts/generation.py"),
