@@ -6,8 +6,9 @@ pipeline"):
 
 The stages (``bgtrain.generation.stages``): every ``[[datasets]]`` generated, every ``[[relabel]]``,
 ``[[select]]`` and ``[[plays]]`` (each after its source), the students' starting networks, one
-supervised training a phase, the phase model, the move-error benchmark, every ``[[head_to_head]]``
-bench, then the model copied to ``[generation] model`` and the lineage JSON written. Each command is printed before it runs. The generation's directory holds a state
+supervised training a phase, the phase model, its pruning networks (``[pruning]``), the move-error
+benchmark, every ``[[head_to_head]]`` bench, then the model copied to ``[generation] model`` and the
+lineage JSON written. Each command is printed before it runs. The generation's directory holds a state
 file of the finished stages with their outputs' sha256: run the same command again after a stop or a
 kill, and it skips what finished and resumes the stage that was running. A directory that holds another
 plan's state is refused. ``--executor ray`` goes to the commands that take it (dataset generate, relabel

@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import torch
 
 from bgtrain.cli import main as bgtrain_main
 from bgtrain.directory_lock import directory_lock
@@ -76,14 +77,21 @@ def test_tiny_generation_end_to_end(generation):
     assert first.names() == ["dataset generate"]
     # The second start skipped the finished dataset and ran every other command once.
     assert second.names() == ["dataset relabel", "dataset relabel", "dataset select",
-                              "train --config", "train --config", "train --config",
-                              "benchmark " + str(directory / "model.pt"), *["bench " + str(directory / "model.pt")] * 3]
+                              "train --config", "train --config", "train --config", "prune " + str(directory / "model.pt"),
+                              "benchmark " + str(directory / "model-pruned.pt"),
+                              *["bench " + str(directory / "model-pruned.pt")] * 3]
     assert any(line.startswith("$ bgtrain dataset generate --model checkpoints/bgtrain-default.pt") for line in lines)
     assert any(line.startswith("$ python -c ") and "write_member" in line for line in lines)
     assert "[dataset:selfplay-s1] finished earlier" in "\n".join(lines)
 
-    model = load_model(directory / "tiny.pt").model
+    shipped = load_model(directory / "tiny.pt")
+    model = shipped.model
     assert isinstance(model, PhaseNetwork)
+    # The phase networks as combined, with pruning networks beside them.
+    combined = load_model(directory / "model.pt")
+    assert combined.pruning is None and shipped.pruning is not None
+    assert all(torch.equal(ours, theirs) for ours, theirs in
+               zip(model.state_dict().values(), combined.model.state_dict().values(), strict=True))
     assert model.phases["race"].model_args()["encoder"] == "gnubg_race"  # started from the distilled member
     lineage = json.loads((directory / "tiny.json").read_text())
     assert lineage["sha256"] == file_sha256(directory / "tiny.pt")
@@ -103,6 +111,9 @@ def test_tiny_generation_end_to_end(generation):
     assert "write_member" in lineage["networks"]["race"]["init_commands"][0]
     resolved = lineage["networks"]["race"]["resolved_config"]["supervised"]
     assert resolved["kinds"] == ["race"] and resolved["init_from"] == str(directory / "init" / "race.pt")
+    pruning = lineage["pruning"]
+    assert pruning["commands"][0].startswith(f"bgtrain prune {directory / 'model.pt'} --positions ")
+    assert pruning["trained"]["settings"]["hidden"] == 4 and pruning["trained"]["phases"]["contact"]["positions"] > 0
     rates = lineage["benchmark"]["results"]["error_rates"]
     assert {rate["position_class"] for rate in rates} == {"race"} and len(rates) == 2
     bench = {row["opponent"]: row for row in lineage["head_to_head"]}
@@ -135,14 +146,15 @@ def test_the_stage_that_was_running_resumes_and_later_stages_run_again(generatio
     (directory / "runs" / "tiny-race" / "final.pt").unlink()
     state_file.write_text(json.dumps(state))
     recorder = Recorder()
-    run(plan, recorder, stop_after="combine")
+    run(plan, recorder, stop_after="prune")
     assert recorder.commands[0][:3] == ["train", "--resume", str(directory / "runs" / "tiny-race" / "latest.pt")]
-    assert len(recorder.commands) == 1  # combine is a library call; nothing before train:race ran again
+    # Combine is a library call, pruning its model the one later command; nothing before train:race ran again.
+    assert recorder.names()[1:] == ["prune " + str(directory / "model.pt")]
     # An output changed behind the state's back: that stage and every later one run again.
     (directory / "results" / "benchmark.json").write_text("{}")
     recorder = Recorder(really=False)
     run(plan, recorder, stop_after="benchmark")
-    assert recorder.names() == ["benchmark " + str(directory / "model.pt")]
+    assert recorder.names() == ["benchmark " + str(directory / "model-pruned.pt")]
 
 
 def test_a_changed_plan_is_refused_in_its_directory(generation):
@@ -167,12 +179,14 @@ def test_executor_goes_to_generate_relabel_and_bench_only(tmp_path):
     recorder = Recorder(really=False)
     context = Context(plan, options, recorder, echo=lambda line: None)
     stages = {stage.name: stage for stage in plan_stages(plan, options)}
-    for name in ("dataset:selfplay-s1", "relabel:relabelled-s1", "select:disputed-s1", "benchmark", "bench:pubeval"):
+    for name in ("dataset:selfplay-s1", "relabel:relabelled-s1", "select:disputed-s1", "prune", "benchmark",
+                 "bench:pubeval"):
         stages[name].execute(context, False)
     with_ray = {" ".join(words[:2]): "--executor" in words for words in recorder.commands}
     assert with_ray == {"dataset generate": True, "dataset relabel": True, "dataset select": False,
-                        "benchmark " + str(tmp_path / "gen" / "model.pt"): False,
-                        "bench " + str(tmp_path / "gen" / "model.pt"): True}
+                        "prune " + str(tmp_path / "gen" / "model.pt"): False,
+                        "benchmark " + str(tmp_path / "gen" / "model-pruned.pt"): False,
+                        "bench " + str(tmp_path / "gen" / "model-pruned.pt"): True}
     # The lineage's commands are those of one machine, as a user would type them.
     assert all("--executor" not in words for stage in stages.values() for words in stage.commands)
 
@@ -207,6 +221,8 @@ def test_a_dataset_made_from_another_runs_after_its_source(tmp_path):
     (lambda data: data["phases"]["contact"].update(lr_schedule="wavy"), "[supervised] lr_schedule"),
     (lambda data: data.update(extra={}), "unknown section [extra]"),
     (lambda data: data["phases"]["contact"].update(init_from="network:race"), "name a network trained before"),
+    (lambda data: data["pruning"].update(positions=["elsewhere@2"]), "[pruning] positions: 'elsewhere' is no dataset"),
+    (lambda data: data["pruning"].update(hidden=0), "[pruning] hidden and epochs must be >= 1"),
 ])
 def test_plan_mistakes_are_refused_by_name(tmp_path, change, message):
     data = tiny_data(tmp_path)
@@ -258,6 +274,15 @@ def test_generation_9_attempt_7_is_taught_by_attempt_6s_model():
     assert attempt7.generation.labelling_model == attempt7.generation.self_play_model == teacher
     assert all(attempt7.phases[phase][0].init_from == teacher for phase in attempt7.phases)
     assert all(entry.labeller == "ply:1" for entry in (*attempt7.datasets, *attempt7.plays))
+
+
+def test_generation_9_attempt_8_is_taught_by_attempt_7_with_its_pruning_networks():
+    attempt8 = load_plan(ROOT / "configs" / "generation" / "gen9_attempt8.toml")
+    teacher = "checkpoints/generation-stages/gen9-attempt7.pt"
+    assert attempt8.generation.labelling_model == attempt8.generation.self_play_model == teacher
+    assert all(attempt8.phases[phase][0].init_from == teacher for phase in attempt8.phases)
+    assert load_model(ROOT / teacher).pruning is not None  # its 1-ply labels cost what the default's do
+    assert "prune" in stage_names(attempt8, RunOptions())
 
 
 def test_one_process_a_generation(tmp_path):
@@ -317,7 +342,7 @@ def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
     _plan, finished, *_ = generation
     data = tiny_data(tmp_path / "gen")
     datasets = finished / "datasets"
-    data.update(datasets=[], relabel=[], select=[], head_to_head=[], benchmark={"enabled": False})
+    data.update(datasets=[], relabel=[], select=[], head_to_head=[], benchmark={"enabled": False}, pruning={})
     data["phases"]["contact"]["datasets"] = [str(datasets / "selfplay-s1")]
     data["phases"]["race"]["datasets"] = [str(datasets / "relabelled-s1")]
     crashed = {**data["phases"]["crashed"], "datasets": [str(datasets / "relabelled-s1")],

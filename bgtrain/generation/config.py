@@ -4,8 +4,8 @@ Sections: ``[generation]`` (names, directory, output model and lineage, the self
 models), ``[[datasets]]`` (self-play positions, their selection and labels), ``[[select]]`` (the positions
 of a deeper-labelled dataset where its label and its 0-ply disagree), ``[[relabel]]`` (optional new
 labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook), ``[phases.contact|crashed|race]`` (a supervised training each, or ``[[phases.PHASE]]``
-several, an ensemble), ``[benchmark]``
-(the move-error benchmark) and ``[[head_to_head]]`` (seat-swapped games against other agents). An unknown
+several, an ensemble), ``[pruning]`` (pruning networks for the
+model's searches), ``[benchmark]`` (the move-error benchmark) and ``[[head_to_head]]`` (seat-swapped games against other agents). An unknown
 section or key, or a value of the wrong type, is a ValueError naming it, like the training config's
 (``bgtrain.training.config``), whose checks each phase's training config also passes when the plan is read.
 """
@@ -218,6 +218,29 @@ class PhaseSection:
 
 
 @dataclass(frozen=True)
+class PruningSection:
+    """Pruning networks attached to the phase model (``bgtrain prune``): small networks that choose the
+    few replies a 1- or 2-ply search values in full, as the shipped default's do. Without ``positions``
+    the model has none."""
+
+    positions: tuple[str, ...] = ()
+    """Datasets the networks are fitted on, by name or directory (``NAME@N``: its first N shards); the
+    positions after plays (``[[plays]]``) are what they must rank. Their labels are not used."""
+    encoder: str = "tesauro198"
+    hidden: int = 64
+    epochs: int = 12
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        if self.hidden < 1 or self.epochs < 1:
+            raise ValueError(f"[pruning] hidden and epochs must be >= 1, not {self.hidden} and {self.epochs}")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.positions)
+
+
+@dataclass(frozen=True)
 class BenchmarkSection:
     enabled: bool = True
     against: tuple[str, ...] = ("checkpoints/bgtrain-supervised.pt",)
@@ -271,6 +294,7 @@ class GenerationConfig:
     select: tuple[SelectSection, ...] = ()
     phases: dict[str, tuple[PhaseSection, ...]] = field(default_factory=dict)
     """Each phase's networks: one, or several averaged (an ensemble, ``bgtrain.model.ensembles``)."""
+    pruning: PruningSection = field(default_factory=PruningSection)
     benchmark: BenchmarkSection = field(default_factory=BenchmarkSection)
     head_to_head: tuple[HeadToHeadSection, ...] = ()
 
@@ -333,6 +357,8 @@ class GenerationConfig:
         data = json.loads(json.dumps(dataclasses.asdict(self)))
         if not data["select"]:
             del data["select"]  # a plan without selections keeps the digest it had before [[select]] existed
+        if not self.pruning.enabled:
+            del data["pruning"]  # likewise a plan without pruning networks, before [pruning] existed
         return data
 
     @property
@@ -355,7 +381,7 @@ def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0) -
         "model": {"encoder": section.encoder, "hidden": list(section.hidden), "activation": section.activation},
         "train": {"method": "supervised"},
         "supervised": {
-            "datasets": [_dataset_reference(plan, reference) for reference in section.datasets],
+            "datasets": [dataset_reference(plan, reference) for reference in section.datasets],
             "kinds": list(section.kinds or (phase,)), "init_from": init, "epochs": section.epochs, "batch_size": section.batch_size,
             "learning_rate": section.learning_rate, "weight_decay": section.weight_decay,
             "lr_schedule": section.lr_schedule, "lr_final_fraction": section.lr_final_fraction,
@@ -366,7 +392,8 @@ def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0) -
     })
 
 
-def _dataset_reference(plan: GenerationConfig, reference: str) -> str:
+def dataset_reference(plan: GenerationConfig, reference: str) -> str:
+    """``NAME@N`` or ``DIR@N`` as the directory, with its shard count kept."""
     name, at, count = reference.partition("@")
     return str(plan.dataset_path(name)) + at + count
 
@@ -374,7 +401,7 @@ def _dataset_reference(plan: GenerationConfig, reference: str) -> str:
 # ---------------------------------------------------------------------------------------------------
 # Reading.
 
-_TABLES = {"generation": GenerationSection, "benchmark": BenchmarkSection}
+_TABLES = {"generation": GenerationSection, "pruning": PruningSection, "benchmark": BenchmarkSection}
 _ARRAYS = {"datasets": DatasetSection, "relabel": RelabelSection, "select": SelectSection, "plays": PlaysSection,
            "head_to_head": HeadToHeadSection}
 SECTION_OF = {RelabelSection: "relabel", SelectSection: "select", PlaysSection: "plays"}
@@ -452,10 +479,7 @@ def _check_references(plan: GenerationConfig) -> None:
         if not section.datasets:
             raise ValueError(f"[phases.{key}] datasets: name at least one dataset")
         for reference in section.datasets:
-            name = reference.partition("@")[0]
-            if "/" not in name and name not in names:
-                raise ValueError(f"[phases.{key}] datasets: {name!r} is no dataset of this plan "
-                                 "(name one of [[datasets]], [[select]], [[relabel]] or [[plays]], or a path with '/')")
+            _check_dataset_reference(f"[phases.{key}] datasets", reference, names)
         if section.init_member >= 0 and not section.init_from:
             raise ValueError(f"[phases.{key}] init_member = {section.init_member} needs init_from (a phase model)")
         if section.init_from.startswith(NETWORK):
@@ -468,6 +492,8 @@ def _check_references(plan: GenerationConfig) -> None:
             if section.init_member >= 0:
                 raise ValueError(f"[phases.{key}] init_member: a network of this plan is a single network")
         phase_training_config(plan, phase, member)  # the training config's own checks, now
+    for reference in plan.pruning.positions:
+        _check_dataset_reference("[pruning] positions", reference, names)
     for phase, members in plan.phases.items():
         if not any(section.in_model for section in members):
             raise ValueError(f"[phases.{phase}]: every network has in_model = false; the model needs one")
@@ -475,6 +501,13 @@ def _check_references(plan: GenerationConfig) -> None:
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         raise ValueError(f"[[head_to_head]]: two entries are named {repeated[0]!r}; give one a name")
+
+
+def _check_dataset_reference(where: str, reference: str, names: list[str]) -> None:
+    name = reference.partition("@")[0]
+    if "/" not in name and name not in names:
+        raise ValueError(f"{where}: {name!r} is no dataset of this plan "
+                         "(name one of [[datasets]], [[select]], [[relabel]] or [[plays]], or a path with '/')")
 
 
 def load_plan(path: str | Path) -> GenerationConfig:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from bgtrain.files import atomic_write
-from bgtrain.generation.config import GenerationConfig
-from bgtrain.generation.stages import Stage, bench_json, benchmark_json, run_directory
+from bgtrain.generation.config import GenerationConfig, dataset_reference
+from bgtrain.generation.stages import Stage, bench_json, benchmark_json, model_path, run_directory
 from bgtrain.generation.state import file_sha256
 from bgtrain.training.run_directory import code_version
 
@@ -57,10 +57,21 @@ def _network(plan: GenerationConfig, phase: str, member: int, key: str,
         "epochs": counters.get("epochs"),
         "positions_seen": counters.get("positions"),
         "heldout_loss": strength.get("heldout_loss"),
-        "datasets": [str(plan.dataset_path(reference.partition("@")[0])) + "".join(reference.partition("@")[1:])
-                     for reference in section.datasets],
+        "datasets": [dataset_reference(plan, reference) for reference in section.datasets],
         "code_version": payload.get("code_version"),
     }
+
+
+def _pruning(plan: GenerationConfig, records: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """How the pruning networks were made: the command, and the record the model keeps of their training
+    (settings, positions, each phase's held-out loss and equity error against the model)."""
+    if not plan.pruning.enabled:
+        return None
+    from bgtrain.model.checkpoint import load_checkpoint
+    from bgtrain.model.pruning import PRUNING
+
+    return {"commands": records.get("prune", {}).get("commands", []),
+            "trained": load_checkpoint(model_path(plan)).get(PRUNING, {}).get("trained")}
 
 
 def write_lineage(path: Path, plan: GenerationConfig, config_path: str, command_line: str,
@@ -104,6 +115,7 @@ def write_lineage(path: Path, plan: GenerationConfig, config_path: str, command_
                      for entry in plan.select},
         "networks": {key: _network(plan, phase, member, key, by_name) for phase, member, key in plan.networks()},
         "combined_with": by_name.get("combine", {}).get("commands", []),
+        "pruning": _pruning(plan, by_name),
         "benchmark": ({"commands": by_name.get("benchmark", {}).get("commands", []),
                        "results": _read_json(benchmark_json(plan))} if plan.benchmark.enabled else None),
         "head_to_head": head_to_head,

@@ -8,6 +8,7 @@ makes one output, and what it takes to resume it.
     init:KEY          write_member: one network of a phase model, the start of a student
     train:KEY         bgtrain train              (resumes with --resume latest.pt)
     combine           combine_checkpoints: the phase model
+    prune             bgtrain prune              (with [pruning]: the model with its pruning networks)
     benchmark         bgtrain benchmark          (minutes at most; run again whole)
     bench:LABEL       bgtrain bench              (resumes from its --work-dir)
     ship              the model to its output path, and the lineage file
@@ -38,6 +39,7 @@ from bgtrain.generation.config import (
     PlaysSection,
     RelabelSection,
     SelectSection,
+    dataset_reference,
 )
 from bgtrain.training.config import to_toml_text
 from engine.position_kinds import PHASE_NAMES
@@ -115,15 +117,23 @@ def plan_stages(plan: GenerationConfig, options: RunOptions) -> list[Stage]:
                if plan.phases[phase][member].init_member >= 0]
     stages += [_train_stage(plan, phase, member, key, threads) for phase, member, key in networks]
     stages.append(_combine_stage(plan))
+    if plan.pruning.enabled:
+        stages.append(_prune_stage(plan, threads))
     if plan.benchmark.enabled:
         stages.append(_benchmark_stage(plan, threads))
     stages += [_bench_stage(plan, entry, threads, options) for entry in plan.head_to_head]
     return stages
 
 
-def model_path(plan: GenerationConfig) -> Path:
-    """The generation's model inside its directory (shipped to ``[generation] model`` at the end)."""
+def phase_model_path(plan: GenerationConfig) -> Path:
+    """The phase model the trainings combine into, inside the generation's directory."""
     return plan.generation.home / "model.pt"
+
+
+def model_path(plan: GenerationConfig) -> Path:
+    """The generation's model inside its directory, the one benchmarked, benched and shipped to
+    ``[generation] model``: the phase model, with its pruning networks where the plan has ``[pruning]``."""
+    return plan.generation.home / "model-pruned.pt" if plan.pruning.enabled else phase_model_path(plan)
 
 
 def run_directory(plan: GenerationConfig, phase: str, member: int = 0) -> Path:
@@ -233,7 +243,7 @@ def _combine_stage(plan: GenerationConfig) -> Stage:
         paths = [str(run_directory(plan, phase, member) / "final.pt")
                  for member, section in enumerate(plan.phases[phase]) if section.in_model]
         finals.append(paths[0] if len(paths) == 1 else paths)
-    out = model_path(plan)
+    out = phase_model_path(plan)
     code = ("from bgtrain.model.combine import combine_checkpoints; "
             f"combine_checkpoints({', '.join(json.dumps(final) for final in finals)}, {_quoted(out)})")
 
@@ -243,6 +253,15 @@ def _combine_stage(plan: GenerationConfig) -> Stage:
         context.call(code, lambda: combine_checkpoints(*finals, out))
 
     return Stage("combine", (["python", "-c", code],), (out,), execute)
+
+
+def _prune_stage(plan: GenerationConfig, threads: Words) -> Stage:
+    section, out = plan.pruning, model_path(plan)
+    words = ["prune", str(phase_model_path(plan)), "--positions",
+             *[dataset_reference(plan, reference) for reference in section.positions], "--out", str(out),
+             "--encoder", section.encoder, "--hidden", str(section.hidden), "--epochs", str(section.epochs),
+             "--seed", str(section.seed), *threads]
+    return Stage("prune", (bgtrain_words(words),), (out,), lambda context, resuming: context.run(words))
 
 
 def _benchmark_stage(plan: GenerationConfig, threads: Words) -> Stage:
