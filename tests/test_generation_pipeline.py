@@ -278,7 +278,7 @@ def test_generation_9_attempt_7_is_taught_by_attempt_6s_model():
 
 def test_generation_9_attempt_8_is_taught_by_attempt_7_with_its_pruning_networks():
     attempt8 = load_plan(ROOT / "configs" / "generation" / "gen9_attempt8.toml")
-    teacher = "checkpoints/generation-stages/gen9-attempt7.pt"
+    teacher = "checkpoints/bgtrain-iterated.pt"
     assert attempt8.generation.labelling_model == attempt8.generation.self_play_model == teacher
     assert all(attempt8.phases[phase][0].init_from == teacher for phase in attempt8.phases)
     assert load_model(ROOT / teacher).pruning is not None  # its 1-ply labels cost what the default's do
