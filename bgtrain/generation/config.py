@@ -3,11 +3,12 @@
 Sections: ``[generation]`` (names, directory, output model and lineage, the self-play and labelling
 models), ``[[datasets]]`` (self-play positions, their selection and labels), ``[[select]]`` (the positions
 of a deeper-labelled dataset where its label and its 0-ply disagree), ``[[relabel]]`` (optional new
-labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook), ``[phases.contact|crashed|race]`` (a supervised training each, or ``[[phases.PHASE]]``
-several, an ensemble), ``[pruning]`` (pruning networks for the
-model's searches), ``[benchmark]`` (the move-error benchmark) and ``[[head_to_head]]`` (seat-swapped games against other agents). An unknown
-section or key, or a value of the wrong type, is a ValueError naming it, like the training config's
-(``bgtrain.training.config``), whose checks each phase's training config also passes when the plan is read.
+labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook), ``[phases.contact|crashed|race]``
+(a supervised training each, or ``[[phases.PHASE]]`` several, an ensemble), ``[pruning]`` (pruning
+networks for the model's searches), ``[benchmark]`` (the move-error benchmark) and ``[[head_to_head]]``
+(seat-swapped games against other agents). An unknown section or key, or a value of the wrong type, is a
+ValueError naming it, like the training config's (``bgtrain.training.config``), whose checks each phase's
+training config also passes when the plan is read.
 """
 
 from __future__ import annotations
