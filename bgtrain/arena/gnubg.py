@@ -130,6 +130,16 @@ def from_gnubg_board(board: Sequence[Sequence[int]]) -> tuple[int, ...]:
     return tuple(row)
 
 
+def gnubg_probabilities(bindings: NeuralNetBindings | FullBindings, boards: torch.Tensor, ply: int,
+                        dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """GNU Backgammon's outcome probabilities at ``ply`` for the side to move, before its roll, of
+    unfinished positions: ``int8[B, 28]`` -> ``float[B, 5]`` on the boards' device, in the order of
+    ``bgtrain.outcomes`` (gnubg's own). One call a position: the bindings have no batched entry point
+    (a 1-ply evaluation is about 1.7 ms of C, the conversion a few microseconds of Python)."""
+    rows = [bindings.probabilities(to_gnubg_board(board), ply) for board in boards.tolist()]
+    return torch.tensor(rows, dtype=dtype, device=boards.device).reshape(-1, 5)
+
+
 def apply_gnubg_move(board: Sequence[int], steps: Sequence[Sequence[int]]) -> tuple[int, ...]:
     """Play gnubg's ``((from, to), ...)`` steps (mover's numbering, 25 = bar, 0 = off) on our board.
 
@@ -208,8 +218,7 @@ class GnubgAgent:
     def cube_probabilities(self, boards: torch.Tensor) -> torch.Tensor:
         """gnubg's outcome probabilities at this agent's ply for the side to move, before its roll:
         ``int8[B, 28]`` -> ``float32[B, 5]`` in the order of ``bgtrain.outcomes`` (gnubg's own order)."""
-        rows = [self.bindings.probabilities(to_gnubg_board(board), self.ply) for board in boards.tolist()]
-        return torch.tensor(rows, dtype=torch.float32, device=boards.device).reshape(-1, 5)
+        return gnubg_probabilities(self.bindings, boards, self.ply)
 
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:
         choice = torch.zeros_like(afterstates.counts)

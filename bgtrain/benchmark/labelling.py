@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from bgtrain.arena.gnubg import load_bindings, to_gnubg_board
+from bgtrain.arena.gnubg import gnubg_probabilities, load_bindings
 from bgtrain.benchmark.decisions import DecisionSet, classes_of
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
 from engine.board import flip_board
@@ -41,9 +41,7 @@ class GnubgReference:
         equity = points.clone()
         going_on = (points == 0).nonzero(as_tuple=True)[0]
         if going_on.numel():
-            opponent_view = flip_board(afterstates[going_on]).tolist()
-            rows = [self.bindings.probabilities(to_gnubg_board(board), ply) for board in opponent_view]
-            probabilities = torch.tensor(rows, dtype=torch.float64).reshape(-1, 5)
+            probabilities = gnubg_probabilities(self.bindings, flip_board(afterstates[going_on]), ply, torch.float64)
             equity[going_on] = cubeless_equity(flip_outcomes(probabilities))
         return equity
 

@@ -16,9 +16,9 @@
 ``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
 ``--select-ply`` evaluations disagree by more than ``--select-threshold`` equity (others with
 probability ``--keep-agreeing``), labels them with the labeller (``ply:N``: the model's N-ply
-evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard errors) and writes shards of ``--shard-size``
-positions. ``--kinds race`` (or ``contact,crashed``) takes only positions of those kinds, for a
-network of one phase. Rerun the same command after a kill: complete shards are kept, the rest are written, and
+evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard errors; ``gnubg:N``: GNU
+Backgammon's N-ply, a teacher outside our models) and writes shards of ``--shard-size`` positions.
+``--kinds race`` (or ``contact,crashed``) takes only positions of those kinds, for a network of one phase. Rerun the same command after a kill: complete shards are kept, the rest are written, and
 the result is the same as an uninterrupted run's.
 
 Both take their teacher from ``--model``, by default ``checkpoints/bgtrain-plus.pt`` for both. One process
@@ -57,6 +57,7 @@ from bgtrain.distributed.executor import add_executor_arguments, executor_from_a
 # every shipped dataset. Name a stronger one with --model (the shipped crashed relabels used
 # checkpoints/bgtrain-supervised-fast.pt, generation 7; see checkpoints/README.md).
 DEFAULT_TEACHER = "checkpoints/bgtrain-plus.pt"
+LABELLER_HELP = "ply:N, rollout:TRIALS[:truncate=K][:ply=N], or gnubg:N (GNU Backgammon at N ply; needs gnubg-nn)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--positions", type=int, required=True)
     generate.add_argument("--shard-size", type=int, default=10_000)
     add_seed(generate)
-    generate.add_argument("--labeller", default="ply:1", help="ply:N or rollout:TRIALS[:truncate=K]")
+    generate.add_argument("--labeller", default="ply:1", help=LABELLER_HELP)
     generate.add_argument("--games", type=int, default=512, help="self-play games in lock step")
     generate.add_argument("--epsilon", type=float, default=0.05, help="probability of a random play")
     generate.add_argument("--temperature", type=float, default=0.0, help="softmax play on equity / T (0: greedy)")
@@ -113,7 +114,7 @@ def add_source_arguments(parser: argparse.ArgumentParser, source_help: str, mode
     parser.add_argument("source", help=source_help)
     parser.add_argument("--out", required=True, help="directory of the new dataset")
     parser.add_argument("--model", default=DEFAULT_TEACHER, help=model_help)
-    parser.add_argument("--labeller", default=labeller, help=f"ply:N or rollout:TRIALS[:truncate=K] (default {labeller})")
+    parser.add_argument("--labeller", default=labeller, help=f"{LABELLER_HELP} (default {labeller})")
     parser.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
                         help="keep only positions of these kinds (contact, crashed, race); default: all")
     add_device(parser)
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from bgtrain.datasets.generate import GenerationSettings, generate_dataset
-    from bgtrain.datasets.labellers import PlyLabeller, labeller_from_spec
+    from bgtrain.datasets.labellers import GnubgLabeller, PlyLabeller, labeller_from_spec
     from bgtrain.values.evaluator import Evaluator
 
     apply_threads(args)
@@ -166,8 +167,15 @@ def run(args: argparse.Namespace) -> int:
 
         kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip())
         plays = PlaySelection(args.top, args.others, args.seed) if args.action == "plays" else None
-        read_manifest(args.source)  # a missing or foreign source: its one-line error before the model loads
+        rules = read_manifest(args.source)["rules"]  # a missing or foreign source: its error before the model loads
         labeller = labeller_from_spec(args.labeller, args.model, args.device)
+        if isinstance(labeller, GnubgLabeller):
+            if plays is not None:
+                raise ValueError(f"dataset plays: --labeller {args.labeller}: the labeller's model picks the plays; "
+                                 "take them with ply:0, then relabel that dataset with gnubg")
+            if rules not in ("backgammon", "nackgammon"):
+                raise ValueError(f"dataset relabel: --labeller {args.labeller} labels backgammon and nackgammon "
+                                 f"positions, not {rules!r}")
         if args.executor == "process" and args.address is None:
             manifest = relabel_dataset(args.out, args.source, labeller, kinds, progress=not args.no_progress,
                                        plays=plays)

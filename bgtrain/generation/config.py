@@ -31,7 +31,7 @@ from engine.position_kinds import PHASE_NAMES
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a stage name part and a directory name
 NETWORK = "network:"  # init_from naming a training of the same plan
-_LABELLER = re.compile(r"^(ply:\d+|rollout:\d+(:truncate=\d+)?)$")
+_LABELLER = re.compile(r"^(ply:\d+|rollout:\d+(:truncate=\d+)?|gnubg:[012])$")
 
 
 def _name(section: str, value: str) -> None:
@@ -46,9 +46,11 @@ def _derived(section: str, name: str, source: str, what: str) -> None:
         raise ValueError(f"[{section}] {name}: source: {what} is required")
 
 
-def _labeller(section: str, value: str) -> None:
-    if not _LABELLER.match(value):
-        raise ValueError(f"[{section}] labeller = {value!r}: must be ply:N or rollout:TRIALS[:truncate=K]")
+def _labeller(section: str, value: str, outside: bool = True) -> None:
+    """``outside``: GNU Backgammon (``gnubg:N``) may label; not where our model must also pick plays."""
+    if not _LABELLER.match(value) or (not outside and value.startswith("gnubg:")):
+        choices = "ply:N, rollout:TRIALS[:truncate=K]" + (" or gnubg:N" if outside else " (the plays' model labels them)")
+        raise ValueError(f"[{section}] labeller = {value!r}: must be {choices}")
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ class PlaysSection:
 
     def __post_init__(self) -> None:
         _derived("plays", self.name, self.source, "the dataset whose positions are used")
-        _labeller("plays", self.labeller)
+        _labeller("plays", self.labeller, outside=False)
         if self.top < 1 or self.others < 0:
             raise ValueError(f"[plays] {self.name}: top must be >= 1 and others >= 0, not {self.top} and {self.others}")
 
