@@ -117,3 +117,12 @@ def test_a_plan_may_label_with_gnubg_but_not_pick_plays_with_it(tmp_path):
     data["plays"] = [{"name": "plays-s1", "source": data["datasets"][0]["name"], "labeller": "gnubg:1"}]
     with pytest.raises(ValueError, match="the plays' model labels them"):
         plan_from_dict(data)
+
+
+def test_gnubg_labels_of_a_variant_it_does_not_play_are_refused(tmp_path, capsys):
+    out = tmp_path / "dutch"
+    assert main(["dataset", "generate", "--model", "checkpoints/bgtrain-dutch.pt", "--out", str(out), "--positions",
+                 "6", "--labeller", "gnubg:0", "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert "labels backgammon and nackgammon positions, not 'dutch'" in error and error.count("\n") == 1
+    assert not out.exists()

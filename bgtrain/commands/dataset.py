@@ -18,8 +18,9 @@
 probability ``--keep-agreeing``), labels them with the labeller (``ply:N``: the model's N-ply
 evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard errors; ``gnubg:N``: GNU
 Backgammon's N-ply, a teacher outside our models) and writes shards of ``--shard-size`` positions.
-``--kinds race`` (or ``contact,crashed``) takes only positions of those kinds, for a network of one phase. Rerun the same command after a kill: complete shards are kept, the rest are written, and
-the result is the same as an uninterrupted run's.
+``--kinds race`` (or ``contact,crashed``) takes only positions of those kinds, for a network of one phase.
+Rerun the same command after a kill: complete shards are kept, the rest are written, and the result is
+the same as an uninterrupted run's.
 
 Both take their teacher from ``--model``, by default ``checkpoints/bgtrain-plus.pt`` for both. One process
 at a time writes a dataset directory (``dataset.lock``); a rerun checks each listed shard against the
@@ -169,13 +170,10 @@ def run(args: argparse.Namespace) -> int:
         plays = PlaySelection(args.top, args.others, args.seed) if args.action == "plays" else None
         rules = read_manifest(args.source)["rules"]  # a missing or foreign source: its error before the model loads
         labeller = labeller_from_spec(args.labeller, args.model, args.device)
-        if isinstance(labeller, GnubgLabeller):
-            if plays is not None:
-                raise ValueError(f"dataset plays: --labeller {args.labeller}: the labeller's model picks the plays; "
-                                 "take them with ply:0, then relabel that dataset with gnubg")
-            if rules not in ("backgammon", "nackgammon"):
-                raise ValueError(f"dataset relabel: --labeller {args.labeller} labels backgammon and nackgammon "
-                                 f"positions, not {rules!r}")
+        if isinstance(labeller, GnubgLabeller) and plays is not None:
+            raise ValueError(f"dataset plays: --labeller {args.labeller}: the labeller's model picks the plays; "
+                             "take them with ply:0, then relabel that dataset with gnubg")
+        check_rules(labeller, rules, args)
         if args.executor == "process" and args.address is None:
             manifest = relabel_dataset(args.out, args.source, labeller, kinds, progress=not args.no_progress,
                                        plays=plays)
@@ -204,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
         labeller = PlyLabeller(evaluator, int(argument), args.model)  # shares the self-play evaluator
     else:
         labeller = labeller_from_spec(args.labeller, args.model, args.device)
+    check_rules(labeller, evaluator.rules.name, args)
     if args.executor == "process" and args.address is None:
         manifest = generate_dataset(args.out, evaluator, labeller, settings, args.model,
                                     progress=not args.no_progress)
@@ -218,3 +217,12 @@ def run(args: argparse.Namespace) -> int:
             executor.close()
     print(f"dataset: {args.out} ({manifest['positions']:,} positions in {len(manifest['shards'])} shards)")
     return 0
+
+
+def check_rules(labeller, rules: str, args: argparse.Namespace) -> None:
+    """GNU Backgammon labels the boards of standard backgammon and nackgammon only."""
+    from bgtrain.datasets.labellers import GnubgLabeller
+
+    if isinstance(labeller, GnubgLabeller) and rules not in ("backgammon", "nackgammon"):
+        raise ValueError(f"dataset {args.action}: --labeller {args.labeller} labels backgammon and nackgammon "
+                         f"positions, not {rules!r}")
