@@ -86,7 +86,7 @@ def generate_dataset_distributed(
     manifest. ``stop_after_shards``: write at most that many new shards (the tests' stand-in for a kill)."""
     from tqdm import tqdm
 
-    if labeller["kind"] != "gnubg" and labeller.get("model") != source_model:
+    if "model" in labeller and labeller["model"] != source_model:  # a labeller of ours labels with the self-play model
         raise ValueError(f"on an executor the labeller labels with the self-play model {source_model!r}, "
                          f"not {labeller.get('model')!r}")
     executor = executor or InProcessExecutor()
@@ -162,7 +162,7 @@ def relabel_dataset_distributed(
     the same files; returns the manifest. Labelling is the whole cost (a 2-ply label is about a
     hundred 0-ply evaluations), so shards spread over workers scale it with the cores or GPUs. ``recipe``:
     ``model_recipe(model)`` when the caller has read it already."""
-    if labeller["kind"] != "gnubg" and labeller.get("model") != str(model):
+    if "model" in labeller and labeller["model"] != str(model):  # GNU Backgammon labels with no model of ours
         raise ValueError(f"the labeller labels with {labeller.get('model')!r}, not the model given, {str(model)!r}")
     executor = executor or InProcessExecutor()
     with relabel_job(directory, source, labeller, kinds, plays) as job:
