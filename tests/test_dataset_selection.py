@@ -9,6 +9,7 @@ from helpers import compile_mode, tiny_dataset, tiny_evaluator
 from bgtrain.cli import main
 from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
 from bgtrain.datasets.generate import GenerationSettings, generate_dataset
+from bgtrain.datasets.relabel import relabel_dataset
 from bgtrain.datasets.selection import SelectionSettings, part_directories, select_disagreements
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.evaluator import Evaluator
@@ -68,6 +69,28 @@ def test_a_rerun_keeps_the_selection_and_another_one_is_refused(source, tmp_path
         select_disagreements(source, tmp_path / "sel", SelectionSettings(threshold=0.01, keep=0.5, seed=10))
 
 
+def test_against_a_second_teacher_the_positions_where_the_two_labels_disagree(source, tmp_path):
+    """``against``: a relabelling of the source by another teacher; its labels take the 0-ply's place."""
+    data = load_datasets(source)
+    second = tmp_path / "second"
+    relabel_dataset(second, source, PlyLabeller(tiny_evaluator(5), 1, "other"), progress=False)
+    other = load_datasets(second)
+    difference = (cubeless_equity(data.targets) - cubeless_equity(other.targets)).abs()
+    threshold = float(difference.median())
+    against_zero_ply = (cubeless_equity(data.targets) - cubeless_equity(data.zero_ply)).abs() > threshold
+    assert not torch.equal(difference > threshold, against_zero_ply)  # the two rules choose differently here
+    settings = SelectionSettings(threshold=threshold, keep=0.0, parts=1, shard_size=9, seed=2)
+    select_disagreements(source, tmp_path / "sel", settings, against=second)
+    assert rows_of(load_datasets(tmp_path / "sel")) == rows_of(data.where(difference > threshold))  # the source's labels
+    selected = read_manifest(tmp_path / "sel")["settings"]["selected"]
+    assert selected["against"] == str(second) and selected["against_labeller"]["model"] == "other"
+    # Another dataset's positions, or a part of them, are refused: the rows would not be the same positions.
+    part = tmp_path / "part"
+    select_disagreements(source, part, SelectionSettings(threshold=0.0, keep=1.0, parts=1, seed=1))
+    with pytest.raises(ValueError, match="does not hold the source's positions row for row"):
+        select_disagreements(source, tmp_path / "bad", settings, against=part)
+
+
 def test_cli_select(source, teacher, tmp_path, capsys):
     assert main(["dataset", "select", str(source), "--out", str(tmp_path / "s"), "--parts", "1",
                  "--threshold", "0", "--keep", "0"]) == 0
@@ -79,3 +102,10 @@ def test_cli_select(source, teacher, tmp_path, capsys):
     generate_dataset(zero, teacher, PlyLabeller(teacher, 0, "tiny"), SOURCE, "tiny", progress=False)
     assert main(["dataset", "select", str(zero), "--out", str(tmp_path / "z")]) == 2
     assert "labelled at 0-ply" in capsys.readouterr().err
+    # Against a second labelling even 0-ply labels disagree (zero holds source's positions: same self-play),
+    # and a dataset of other positions (the shuffled selection s) is refused.
+    assert main(["dataset", "select", str(zero), "--out", str(tmp_path / "t"), "--parts", "1", "--against", str(source),
+                 "--threshold", "0", "--keep", "0"]) == 0
+    assert f"the labels of {source} disagree" in capsys.readouterr().out
+    assert main(["dataset", "select", str(source), "--out", str(tmp_path / "u"), "--against", str(tmp_path / "s")]) == 2
+    assert "row for row" in capsys.readouterr().err

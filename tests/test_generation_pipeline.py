@@ -204,6 +204,17 @@ def test_a_dataset_made_from_another_runs_after_its_source(tmp_path):
     assert select.commands == (["bgtrain", "dataset", "select", str(datasets / "selfplay-p1"), "--out",
                                 str(datasets / "disputed-s1"), "--parts", "1", "--threshold", "0.03", "--keep", "0.5",
                                 "--shard-size", "100", "--seed", "1"],)
+    # A selection between two teachers waits for both: here the second is made from another selection.
+    data["select"].insert(0, {"name": "teachers-s1", "source": "selfplay-p1", "against": "disputed-p2",
+                              "threshold": 0.1, "keep": 0.0})
+    stages = {stage.name: stage for stage in plan_stages(plan_from_dict(data), RunOptions())}
+    names = list(stages)
+    assert names.index("relabel:disputed-p2") < names.index("select:teachers-s1")
+    assert stages["select:teachers-s1"].commands[0][6:10] == ["--parts", "1", "--against", str(datasets / "disputed-p2")]
+    data["select"][0]["against"] = "nowhere"
+    with pytest.raises(ValueError, match=r"\[\[select\]\] teachers-s1: source 'nowhere' is no dataset given before it"):
+        plan_from_dict(data)
+    del data["select"][0]
     data["select"][0]["source"] = "disputed-p2"  # a cycle: neither can be made first
     with pytest.raises(ValueError, match=r"\[\[relabel\]\] disputed-p2: source 'disputed-s1' is no dataset given before it"):
         plan_from_dict(data)

@@ -9,8 +9,8 @@
                             [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset plays SOURCE --out DIR [--model M] [--labeller ply:0] [--top 6] [--others 3] [--seed K]
                           [--executor process|ray [--address A] [--workers N]]
-    bgtrain dataset select SOURCE --out PREFIX [--threshold 0.03] [--keep 0.15] [--parts 2] [--shard-size 5000]
-                           [--seed K]
+    bgtrain dataset select SOURCE --out PREFIX [--against DIR] [--threshold 0.03] [--keep 0.15] [--parts 2]
+                           [--shard-size 5000] [--seed K]
     bgtrain dataset info DIR [--json]
 
 ``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
@@ -39,6 +39,8 @@ what a student needs to rank plays as its teacher does (a distillation's positio
 as ``--parts`` datasets ``PREFIX-0``, ``PREFIX-1``, ... (``PREFIX`` itself for one) of small shards, one
 for each process that relabels them deeper (``bgtrain.datasets.selection``): the deep labels go where the
 model's 0-ply is wrong. With ``relabel --executor ray`` one part (``--parts 1``) uses every core.
+``--against DIR``, a relabelling of SOURCE by a second teacher (``relabel`` with no ``--kinds``), compares
+the two teachers' labels instead: the positions where they disagree, for a third, deeper label.
 
 ``--executor ray`` makes (``generate``) or labels (``relabel``, ``plays``) the shards on a Ray cluster
 (``bgtrain.distributed.datasets``: one shard per work unit; this process writes them and the manifest as
@@ -99,6 +101,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     select.add_argument("source", help="a dataset labelled at 1-ply or deeper")
     select.add_argument("--out", required=True, help="prefix of the new datasets (PREFIX-0, PREFIX-1, ...; "
                         "PREFIX itself with --parts 1)")
+    select.add_argument("--against", help="a relabelling of SOURCE by another teacher: compare the two labels "
+                        "instead of the label and its 0-ply")
     select.add_argument("--threshold", type=float, default=0.03, help="cubeless equity difference kept")
     select.add_argument("--keep", type=float, default=0.15, help="probability of keeping any other position")
     select.add_argument("--parts", type=int, default=2, help="datasets written, one for each relabelling process")
@@ -151,10 +155,11 @@ def run(args: argparse.Namespace) -> int:
         from bgtrain.datasets.selection import SelectionSettings, part_directories, select_disagreements
 
         settings = SelectionSettings(args.threshold, args.keep, args.parts, args.shard_size, args.seed)
-        manifests = select_disagreements(args.source, args.out, settings)
+        manifests = select_disagreements(args.source, args.out, settings, args.against)
         written = ", ".join(f"{manifest['positions']:,} in {name}" for manifest, name in
                             zip(manifests, part_directories(args.out, args.parts)))
-        print(f"dataset: the positions of {args.source} where its label and its 0-ply disagree: {written}")
+        views = "its 0-ply" if args.against is None else f"the labels of {args.against}"
+        print(f"dataset: the positions of {args.source} where its label and {views} disagree: {written}")
         return 0
 
     from bgtrain.datasets.generate import GenerationSettings, generate_dataset

@@ -14,6 +14,11 @@ The new datasets keep the source's labels, its labeller, how its positions were 
 ``selected`` (the source, the rule, the settings) to its ``settings``. Selection is a function of the
 source and the settings (``seed`` draws the others and the order); a rerun with the same arguments finds
 the datasets written and leaves them, and another selection into the same directories is refused.
+
+Two teachers give a second view: ``against``, a relabelling of the same positions by another labeller
+(``bgtrain dataset relabel``, shard for shard, so row for row), takes the place of the 0-ply, and the
+positions kept are those where the two teachers disagree: where neither alone should be trusted, and a
+deeper third label settles it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from bgtrain.datasets.shards import (
     MANIFEST,
     MANIFEST_FORMAT,
     SHARD_FIELDS,
+    Dataset,
     load_datasets,
     read_manifest,
     write_manifest,
@@ -38,6 +44,7 @@ from bgtrain.outcomes import cubeless_equity
 from engine.variants import get_rules
 
 RULE = "kept where |labeller's cubeless equity - its model's 0-ply| > threshold, others at the rate keep"
+RULE_AGAINST = "kept where |labeller's cubeless equity - the other labelling's| > threshold, others at the rate keep"
 
 
 @dataclass(frozen=True)
@@ -69,23 +76,31 @@ def part_directories(out: str | Path, parts: int) -> list[Path]:
     return [out] if parts == 1 else [out.with_name(f"{out.name}-{part}") for part in range(parts)]
 
 
-def selected_rows(targets: torch.Tensor, zero_ply: torch.Tensor, rules, settings: SelectionSettings) -> torch.Tensor:
-    """Indices of the kept rows, in the shuffled order they are written (``int64[K]``)."""
-    difference = (cubeless_equity(targets, rules) - cubeless_equity(zero_ply, rules)).abs()
+def selected_rows(targets: torch.Tensor, other: torch.Tensor, rules, settings: SelectionSettings) -> torch.Tensor:
+    """Indices of the kept rows, in the shuffled order they are written (``int64[K]``); ``other`` is the
+    second view of each row (its model's 0-ply, or another teacher's label)."""
+    difference = (cubeless_equity(targets, rules) - cubeless_equity(other, rules)).abs()
     generator = torch.Generator().manual_seed(settings.seed)
     drawn = torch.rand(targets.shape[0], generator=generator) < settings.keep
     rows = torch.nonzero((difference > settings.threshold) | drawn).squeeze(1)
     return rows[torch.randperm(rows.numel(), generator=generator)]
 
 
-def select_disagreements(source: str | Path, out: str | Path, settings: SelectionSettings) -> list[dict[str, Any]]:
+def select_disagreements(source: str | Path, out: str | Path, settings: SelectionSettings,
+                         against: str | Path | None = None) -> list[dict[str, Any]]:
     """Write the selection of ``source`` (a dataset directory) as ``settings.parts`` datasets beside
-    ``out`` (``part_directories``); returns their manifests."""
+    ``out`` (``part_directories``); returns their manifests. ``against``: a relabelling of ``source``'s
+    positions whose labels take the place of the 0-ply."""
     origin = read_manifest(source)
-    if origin["labeller"].get("ply") == 0:
+    if against is None and origin["labeller"].get("ply") == 0:
         raise ValueError(f"select: {source} is labelled at 0-ply, so its labels and 0-ply never disagree; "
                          "select from a dataset labelled deeper (bgtrain dataset relabel --labeller ply:1)")
-    selected = {"from": str(source), "rule": RULE, **asdict(settings)}
+    if against is None:
+        selected = {"from": str(source), "rule": RULE, **asdict(settings)}
+    else:
+        other = read_manifest(against)
+        selected = {"from": str(source), "against": str(against), "against_labeller": other["labeller"],
+                    "rule": RULE_AGAINST, **asdict(settings)}
     header = {"format": MANIFEST_FORMAT, "format_version": FORMAT_VERSION, "labeller": origin["labeller"],
               "source_model": origin["source_model"], "rules": origin["rules"],
               "settings": {**origin.get("settings", {}), "selected": selected}, "seed": origin["seed"],
@@ -99,7 +114,8 @@ def select_disagreements(source: str | Path, out: str | Path, settings: Selectio
         return [read_manifest(directory) for directory in directories]
 
     data = load_datasets(source)
-    rows = selected_rows(data.targets, data.zero_ply, get_rules(origin["rules"]), settings)
+    rows = selected_rows(data.targets, data.zero_ply if against is None else _other_labels(data, against),
+                         get_rules(origin["rules"]), settings)
     shards = rows.split(settings.shard_size)
     manifests = []
     for part, directory in enumerate(directories):
@@ -117,3 +133,13 @@ def select_disagreements(source: str | Path, out: str | Path, settings: Selectio
         write_manifest(directory, manifest)
         manifests.append(read_manifest(directory))
     return manifests
+
+
+def _other_labels(data: Dataset, against: str | Path) -> torch.Tensor:
+    """The labels ``against`` gives ``data``'s positions, row for row; refused unless it holds exactly
+    the same positions in the same order (a relabelling of the whole source)."""
+    other = load_datasets(against)
+    if not torch.equal(other.positions, data.positions):
+        raise ValueError(f"select: {against} does not hold the source's positions row for row; "
+                         "give a relabelling of the whole source (bgtrain dataset relabel SOURCE with no --kinds)")
+    return other.targets

@@ -39,6 +39,11 @@ def _name(section: str, value: str) -> None:
         raise ValueError(f"[{section}] name = {value!r}: must be letters, digits, '.', '_' or '-'")
 
 
+def _sources(entry) -> tuple[str, ...]:
+    """The datasets a derived dataset is made from: its source, and a selection's second labelling."""
+    return (entry.source, entry.against) if getattr(entry, "against", "") else (entry.source,)
+
+
 def _derived(section: str, name: str, source: str, what: str) -> None:
     """The checks a dataset made from another shares: its name, and a source named."""
     _name(section, name)
@@ -145,8 +150,12 @@ class SelectSection:
     name: str = ""
     source: str = ""
     """A dataset of this plan by name (labelled at 1-ply or deeper), or a dataset directory."""
+    against: str = ""
+    """A relabelling of ``source`` by another teacher (by name or directory): its labels take the place
+    of the 0-ply, so the positions kept are those where the two teachers disagree."""
     threshold: float = 0.03
-    """Cubeless equity by which the label and the 0-ply must differ for a position to be kept."""
+    """Cubeless equity by which the label and the 0-ply (or ``against``'s label) must differ for a
+    position to be kept."""
     keep: float = 0.15
     """Share of the other positions kept anyway."""
     shard_size: int = 5000
@@ -309,10 +318,12 @@ class GenerationConfig:
         pending: list[RelabelSection | SelectSection | PlaysSection] = [*self.relabel, *self.select, *self.plays]
         ordered = []
         while pending:
-            ready = next((entry for entry in pending if "/" in entry.source or entry.source in made), None)
+            ready = next((entry for entry in pending
+                          if all("/" in source or source in made for source in _sources(entry))), None)
             if ready is None:
                 entry = pending[0]
-                raise ValueError(f"[[{SECTION_OF[type(entry)]}]] {entry.name}: source {entry.source!r} is no "
+                missing = next(source for source in _sources(entry) if "/" not in source and source not in made)
+                raise ValueError(f"[[{SECTION_OF[type(entry)]}]] {entry.name}: source {missing!r} is no "
                                  "dataset given before it")
             ordered.append(ready)
             made.add(ready.name)

@@ -180,7 +180,8 @@ def _relabel_stage(plan: GenerationConfig, entry: RelabelSection, threads: Words
 
 def _select_stage(plan: GenerationConfig, entry: SelectSection, threads: Words, options: RunOptions) -> Stage:
     out = plan.dataset_path(entry.name)
-    words = ["dataset", "select", str(plan.dataset_path(entry.source)), "--out", str(out), "--parts", "1",
+    against = ["--against", str(plan.dataset_path(entry.against))] if entry.against else []
+    words = ["dataset", "select", str(plan.dataset_path(entry.source)), "--out", str(out), "--parts", "1", *against,
              "--threshold", repr(entry.threshold), "--keep", repr(entry.keep), "--shard-size", str(entry.shard_size),
              "--seed", str(entry.seed)]
 
