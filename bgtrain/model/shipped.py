@@ -2,9 +2,10 @@
 (``bgtrain eval``, ``rollout``, ``play``, ``export``, and the ``shipped`` agent of ``bench`` and
 ``league``) plays with when it is given ``--variant`` and no model of its own.
 
-Standard backgammon's is ``bgtrain-iterated.pt``: generation 8 (``bgtrain-supervised.pt``, three networks a
-phase) distilled into one network a phase (``bgtrain-distilled.pt``, about three times faster), then re-distilled
-from its own 1-ply and one step of expert iteration further (ahead of ``bgtrain-distilled.pt`` in games, at its
+Standard backgammon's is ``bgtrain-two-teachers.pt``: generation 8 (``bgtrain-supervised.pt``, three networks a
+phase) distilled into one network a phase (``bgtrain-distilled.pt``, about three times faster), re-distilled
+from its own 1-ply and one step of expert iteration further (``bgtrain-iterated.pt``), then taught by two
+teachers at once, its own 1-ply and GNU Backgammon's (ahead of ``bgtrain-iterated.pt`` in games, at its
 speed); each other variant's
 is the TD self-play model ``bgtrain-<variant>.pt`` that ``configs/<variant>.toml`` trains (lineage and
 measured strength in ``checkpoints/README.md``).
@@ -17,7 +18,7 @@ from pathlib import Path
 from engine.variants import get_rules
 
 CHECKPOINTS = Path("checkpoints")
-STANDARD_MODEL = CHECKPOINTS / "bgtrain-iterated.pt"
+STANDARD_MODEL = CHECKPOINTS / "bgtrain-two-teachers.pt"
 # The variants with a model of their own; acey-deucey-single (the other reading of acey-deucey's pay) has none.
 SHIPPED_VARIANTS = ("backgammon", "nackgammon", "hypergammon", "hypergammon2", "hypergammon1", "dutch", "acey-deucey",
                     "play-to-lose")
