@@ -2,8 +2,9 @@
 
 Sections: ``[generation]`` (names, directory, output model and lineage, the self-play and labelling
 models), ``[[datasets]]`` (self-play positions, their selection and labels), ``[[select]]`` (the positions
-of a deeper-labelled dataset where its label and its 0-ply disagree), ``[[relabel]]`` (optional new
-labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook), ``[phases.contact|crashed|race]``
+of a deeper-labelled dataset where its label and its 0-ply, or a second teacher's label, disagree),
+``[[relabel]]`` (optional new labels for a dataset), ``[[plays]]`` (candidate-play datasets, a hook),
+``[phases.contact|crashed|race]``
 (a supervised training each, or ``[[phases.PHASE]]`` several, an ensemble), ``[pruning]`` (pruning
 networks for the model's searches), ``[benchmark]`` (the move-error benchmark) and ``[[head_to_head]]``
 (seat-swapped games against other agents). An unknown section or key, or a value of the wrong type, is a
@@ -143,9 +144,9 @@ class RelabelSection:
 
 @dataclass(frozen=True)
 class SelectSection:
-    """The positions of a dataset labelled at 1-ply or deeper where its label and its model's 0-ply
-    disagree (``bgtrain dataset select``, ``bgtrain.datasets.selection``): where a deeper label, a
-    ``[[relabel]]`` of this dataset, carries information."""
+    """The positions of a dataset labelled at 1-ply or deeper where its label and its model's 0-ply (or
+    ``against``'s label) disagree (``bgtrain dataset select``, ``bgtrain.datasets.selection``): where a
+    deeper label, a ``[[relabel]]`` of this dataset, carries information."""
 
     name: str = ""
     source: str = ""
