@@ -296,6 +296,19 @@ def test_generation_9_attempt_8_is_taught_by_attempt_7_with_its_pruning_networks
     assert "prune" in stage_names(attempt8, RunOptions())
 
 
+def test_generation_9_attempt_14_teaches_the_two_teacher_model_by_itself_and_gnu_on_every_position():
+    attempt14 = load_plan(ROOT / "configs" / "generation" / "gen9_attempt14.toml")
+    teacher = "checkpoints/bgtrain-two-teachers.pt"
+    assert attempt14.generation.labelling_model == attempt14.generation.self_play_model == teacher
+    assert all(attempt14.phases[phase][0].init_from == teacher for phase in attempt14.phases)
+    own = {entry.name for entry in (*attempt14.datasets, *attempt14.plays)}
+    second = {entry.source: entry.name for entry in attempt14.relabel if entry.labeller == "gnubg:1"}
+    assert set(second) == own  # every row our 1-ply labels, GNU Backgammon's 1-ply labels again
+    for phase, (settings, *_) in attempt14.phases.items():
+        taught = set(settings.datasets)
+        assert {second[name] for name in taught & own} <= taught, phase  # each label beside its twin
+
+
 def test_one_process_a_generation(tmp_path):
     plan = plan_from_dict(tiny_data(tmp_path / "gen"))
     with (directory_lock(tmp_path / "gen", "generation.lock", "scripts/generation.py"),
