@@ -406,19 +406,25 @@ def test_a_rollout_on_ray_is_the_in_process_rollout_to_the_bit(cluster, referenc
 
 
 def test_a_rollout_survives_a_killed_worker(cluster, reference_rollout):
-    import threading
-
     from bgtrain.distributed.rollouts import rollout_distributed
 
     boards, settings, cube = _rollout_inputs()
     executor = make_executor("ray", workers=1)
-    killer = threading.Timer(1.0, lambda: ray.kill(executor.actors[0]))
+    submit, killed = executor.submit, []
+
+    def submit_then_kill_the_worker(*arguments):
+        # The kill follows the first chunk's dispatch, not a timer: a fast machine could finish
+        # every chunk before a timer fired, and the test would then prove nothing.
+        submit(*arguments)
+        if not killed:
+            killed.append(executor.actors[0])
+            ray.kill(killed[0])
+
+    executor.submit = submit_then_kill_the_worker
     try:
-        killer.start()
         result = rollout_distributed(ROLLOUT_MODEL, boards, settings, seed=11, trials=108, chunk=36, cubes=cube,
                                      executor=executor)
     finally:
-        killer.cancel()
         executor.close()
     assert executor.retried >= 1, "the worker was killed while it held chunks"
     assert _same_rollout(result, reference_rollout)
