@@ -1,0 +1,170 @@
+"""Where a bot wins or loses points against an opponent, by kind of position.
+
+    python scripts/strength_by_kind.py MODEL OPPONENT [--kinds contact,crashed,race] [--substitute SPEC]
+                                       [--games 40000] [--seed 2043] [--chunk-pairs 2000] [--workers 2]
+                                       [--threads 1] [--json FILE]
+
+MODEL plays OPPONENT (agent specs, as ``bgtrain bench`` takes them: ``gnubg:0ply``, a checkpoint,
+``PATH.pt:1ply``, ``pubeval``) over ``--games`` seat-swapped cubeless games, once as it is and once for
+each kind of ``--kinds`` with the substitute's plays (``--substitute``, by default OPPONENT's) in that
+kind of position and its own elsewhere (``bgtrain.arena.substitution``). Every run plays the same dice
+(each game's rolls come from its pair's seeded stream, whatever is played), so two runs differ only
+where the substituted plays differ and the paired difference is far narrower than either run's
+interval. A positive difference is a kind of position where the substitute plays better than MODEL:
+with the opponent as the substitute, where MODEL loses to it.
+
+Kinds: ``everywhere``, GNU Backgammon's classes ``contact``, ``crashed`` and ``race``, and within
+contact ``contact-opening`` (the first 3 moves of each side), ``contact-bar`` (a checker on either bar),
+``contact-ahead``, ``contact-even`` and ``contact-behind`` (the mover's race lead over 25 pips, within
+25, or behind by more).
+
+The runs' chunks of ``--chunk-pairs`` pairs are spread over ``--workers`` processes; the run as it is
+plays exactly ``bgtrain bench MODEL OPPONENT --games G --seed S --batch-pairs C`` with one process.
+Printed per run: points per game for MODEL with its 95% interval (over the pairs), the substituted
+decisions per game, the paired difference from the run as it is with its 95% interval, and the share
+of pairs whose result changed. ``--json`` writes the same (atomically).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bgtrain.arena.duel import play_pairs
+from bgtrain.arena.specs import make_agent
+from bgtrain.arena.substitution import POSITION_GROUPS, SubstitutedAgent, group_named
+from bgtrain.files import atomic_write
+from engine.rules import STANDARD
+
+Z95 = 1.959963984540054
+AS_IS = "as is"
+
+
+@functools.cache
+def _agent(spec: str):
+    """Each worker process loads an agent once (a model's load and the move generator's compile take seconds)."""
+    return make_agent(spec)
+
+
+def _play_chunk(model: str, opponent: str, substitute: str, kind: str, seed: int, start: int, pairs: int,
+                threads: int) -> tuple[str, int, torch.Tensor, int]:
+    """One chunk of one run: ``(kind, start, points int64[2 * pairs] for MODEL, substituted decisions)``."""
+    torch.set_num_threads(threads)
+    base = _agent(model)
+    agent = base if kind == AS_IS else SubstitutedAgent(base, _agent(substitute), kind)
+    points = play_pairs(agent, _agent(opponent), pairs, seed + start, STANDARD, "cpu")
+    return kind, start, points.cpu(), getattr(agent, "substituted", 0)
+
+
+def interval(values: torch.Tensor) -> tuple[float, float]:
+    """Mean and the half-width of its 95% interval (normal approximation)."""
+    values = values.double()
+    spread = float(values.std()) if values.numel() > 1 else 0.0
+    return float(values.mean()), Z95 * spread / math.sqrt(max(values.numel(), 1))
+
+
+def pair_means(points: torch.Tensor, chunks: list[int]) -> torch.Tensor:
+    """Per pair of games on the same dice, the mean of MODEL's points: ``float64[pairs]``. ``points`` are
+    the chunks' results concatenated, each chunk's first half the games its pairs' second half mirrors."""
+    means, at = [], 0
+    for pairs in chunks:
+        chunk = points[at:at + 2 * pairs].double()
+        means.append((chunk[:pairs] + chunk[pairs:]) / 2)
+        at += 2 * pairs
+    return torch.cat(means)
+
+
+def measure(model: str, opponent: str, kinds: list[str], games: int, seed: int, chunk_pairs: int = 2000,
+            workers: int = 1, threads: int = 1, substitute: str | None = None) -> dict:
+    """The runs and their paired differences (see the module docstring) as a JSON-ready dict."""
+    for kind in kinds:
+        group_named(kind)
+    substitute = substitute or opponent
+    for spec in {model, opponent, substitute}:
+        _agent(spec)  # a bad spec fails here, in one line, before any worker starts
+    pairs = max(1, math.ceil(games / 2))
+    starts = list(range(0, pairs, chunk_pairs))
+    chunks = [min(chunk_pairs, pairs - start) for start in starts]
+    runs = [AS_IS, *kinds]
+    tasks = [(model, opponent, substitute, kind, seed, start, size, threads)
+             for kind in runs for start, size in zip(starts, chunks)]
+    began = time.perf_counter()
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            results = list(pool.map(_play_chunk, *zip(*tasks)))
+    else:
+        results = [_play_chunk(*task) for task in tasks]
+    by_run = {kind: {} for kind in runs}
+    substituted = dict.fromkeys(runs, 0)
+    for kind, start, points, count in results:
+        by_run[kind][start] = points
+        substituted[kind] += count
+    means = {kind: pair_means(torch.cat([by_run[kind][start] for start in starts]), chunks) for kind in runs}
+    report = {"model": model, "opponent": opponent, "substitute": substitute, "games": 2 * pairs, "seed": seed,
+              "chunk_pairs": chunk_pairs, "seconds": round(time.perf_counter() - began, 1), "runs": []}
+    for kind in runs:
+        points_per_game, half_width = interval(means[kind])
+        row = {"kind": kind, "points_per_game": points_per_game, "interval95": half_width,
+               "substituted_per_game": substituted[kind] / (2 * pairs)}
+        if kind != AS_IS:
+            difference = means[kind] - means[AS_IS]
+            row["difference"], row["difference_interval95"] = interval(difference)
+            row["pairs_changed"] = float((difference != 0).double().mean())
+        report["runs"].append(row)
+    return report
+
+
+def format_report(report: dict) -> str:
+    lines = [(f"{report['model']} against {report['opponent']}, {report['games']} games (seed {report['seed']}), "
+             f"{report['substitute']}'s plays substituted; {report['seconds']:.0f} s"),
+             f"{'kind':<16} {'points/game':>16} {'substituted/game':>17} {'difference':>18} {'pairs changed':>14}"]
+    for row in report["runs"]:
+        line = (f"{row['kind']:<16} {row['points_per_game']:+9.4f} ± {row['interval95']:.4f} "
+                f"{row['substituted_per_game']:>17.2f}")
+        if "difference" in row:
+            line += f" {row['difference']:+10.4f} ± {row['difference_interval95']:.4f} {row['pairs_changed']:>13.1%}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", help="the agent measured (an agent spec)")
+    parser.add_argument("opponent", help="the agent it plays (an agent spec)")
+    parser.add_argument("--kinds", default="contact,crashed,race",
+                        help=f"comma-separated kinds of position, of: {', '.join(POSITION_GROUPS)}")
+    parser.add_argument("--substitute", default=None, help="whose plays are substituted (default: the opponent)")
+    parser.add_argument("--games", type=int, default=40000)
+    parser.add_argument("--seed", type=int, default=2043)
+    parser.add_argument("--chunk-pairs", type=int, default=2000, help="pairs of games a work unit plays")
+    parser.add_argument("--workers", type=int, default=1, help="processes")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads a process")
+    parser.add_argument("--json", type=Path, default=None, help="also write the report here")
+    args = parser.parse_args(argv)
+    kinds = [kind.strip() for kind in args.kinds.split(",") if kind.strip()]
+    if args.games < 2 or args.chunk_pairs < 1 or args.workers < 1 or args.threads < 1:
+        parser.error("--games must be at least 2, --chunk-pairs, --workers and --threads at least 1")
+    try:
+        report = measure(args.model, args.opponent, kinds, args.games, args.seed, args.chunk_pairs, args.workers,
+                         args.threads, args.substitute)
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"error: {error}") from None
+    print(format_report(report))
+    if args.json is not None:
+        atomic_write(args.json, json.dumps(report, indent=2) + "\n")
+    return report
+
+
+if __name__ == "__main__":
+    main()
