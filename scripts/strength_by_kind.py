@@ -18,8 +18,9 @@ contact ``contact-opening`` (the first 3 moves of each side), ``contact-bar`` (a
 ``contact-ahead``, ``contact-even`` and ``contact-behind`` (the mover's race lead over 25 pips, within
 25, or behind by more).
 
-The runs' chunks of ``--chunk-pairs`` pairs are spread over ``--workers`` processes; the run as it is
-plays exactly ``bgtrain bench MODEL OPPONENT --games G --seed S --batch-pairs C`` with one process.
+The runs' chunks of ``--chunk-pairs`` pairs are spread over ``--workers`` processes; each pair's rolls
+depend on the seed and the pair's number alone (``engine.keyed_dice``), so the run as it is plays the
+games of ``bgtrain bench MODEL OPPONENT --games G --seed S`` (with any executor and chunking).
 Printed per run: points per game for MODEL with its 95% interval (over the pairs), the substituted
 decisions per game, the paired difference from the run as it is with its 95% interval, and the share
 of pairs whose result changed. ``--json`` writes the same (atomically).
@@ -45,6 +46,7 @@ from bgtrain.arena.duel import play_pairs
 from bgtrain.arena.specs import make_agent
 from bgtrain.arena.substitution import POSITION_GROUPS, SubstitutedAgent, group_named
 from bgtrain.files import atomic_write
+from engine.keyed_dice import KeyedMirroredDice
 from engine.rules import STANDARD
 
 Z95 = 1.959963984540054
@@ -63,7 +65,8 @@ def _play_chunk(model: str, opponent: str, substitute: str, kind: str, seed: int
     torch.set_num_threads(threads)
     base = _agent(model)
     agent = base if kind == AS_IS else SubstitutedAgent(base, _agent(substitute), kind)
-    points = play_pairs(agent, _agent(opponent), pairs, seed + start, STANDARD, "cpu")
+    dice = KeyedMirroredDice(seed, start, pairs, "cpu")  # pair i's rolls depend on (seed, i) alone
+    points = play_pairs(agent, _agent(opponent), pairs, seed, STANDARD, "cpu", first_pair=start, dice=dice)
     return kind, start, points.cpu(), getattr(agent, "substituted", 0)
 
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from bgtrain.arena.agents import PubevalAgent
-from bgtrain.arena.duel import play_duel
 from bgtrain.arena.heuristic import HeuristicAgent
 from bgtrain.arena.substitution import POSITION_GROUPS, SubstitutedAgent, positions_part
+from bgtrain.distributed.duels import play_duel_chunked
 from engine.movegen import legal_afterstates
 from engine.position_kinds import PositionKind, position_phases
 from engine.random_play import sample_positions
@@ -88,8 +88,8 @@ def test_the_script_measures_on_common_dice(tmp_path, capsys):
                           "--chunk-pairs", "50", "--json", str(out)])
     assert json.loads(out.read_text()) == report
     runs = {row["kind"]: row for row in report["runs"]}
-    # As it is, the same games as a duel with that batching.
-    duel = play_duel(PubevalAgent(), HeuristicAgent(STANDARD), 240, seed=11, batch_pairs=50)
+    # As it is, the games of `bgtrain bench pubeval heuristic --games 240 --seed 11`, in other chunks.
+    duel = play_duel_chunked("pubeval", "heuristic", 240, seed=11, chunk_pairs=40)
     assert runs["as is"]["points_per_game"] == pytest.approx(duel.points_per_game)
     # The opponent's plays everywhere: the opponent against itself, each pair of mirrored games cancels.
     assert runs["everywhere"]["points_per_game"] == 0.0 and runs["everywhere"]["interval95"] == 0.0
