@@ -42,6 +42,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bgtrain.arena.agents import RandomAgent
 from bgtrain.arena.duel import play_pairs
 from bgtrain.arena.specs import make_agent
 from bgtrain.arena.substitution import POSITION_GROUPS, SubstitutedAgent, group_named
@@ -59,14 +60,22 @@ def _agent(spec: str):
     return make_agent(spec)
 
 
+def _chunk_agent(spec: str, seed: int, first_pair: int):
+    """The agent of one chunk: a random agent draws from its own stream of (seed, first pair), as in
+    ``bgtrain bench``, so results do not depend on which process plays which chunk; others are cached."""
+    if spec.strip().lower() == "random":
+        return RandomAgent((seed * 1_000_003 + first_pair) % (1 << 63))
+    return _agent(spec)
+
+
 def _play_chunk(model: str, opponent: str, substitute: str, kind: str, seed: int, start: int, pairs: int,
                 threads: int) -> tuple[str, int, torch.Tensor, int]:
     """One chunk of one run: ``(kind, start, points int64[2 * pairs] for MODEL, substituted decisions)``."""
     torch.set_num_threads(threads)
-    base = _agent(model)
-    agent = base if kind == AS_IS else SubstitutedAgent(base, _agent(substitute), kind)
+    base = _chunk_agent(model, seed, start)
+    agent = base if kind == AS_IS else SubstitutedAgent(base, _chunk_agent(substitute, seed + 2, start), kind)
     dice = KeyedMirroredDice(seed, start, pairs, "cpu")  # pair i's rolls depend on (seed, i) alone
-    points = play_pairs(agent, _agent(opponent), pairs, seed, STANDARD, "cpu", first_pair=start, dice=dice)
+    points = play_pairs(agent, _chunk_agent(opponent, seed + 1, start), pairs, seed, STANDARD, "cpu", first_pair=start, dice=dice)
     return kind, start, points.cpu(), getattr(agent, "substituted", 0)
 
 
