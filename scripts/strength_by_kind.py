@@ -75,7 +75,8 @@ def _play_chunk(model: str, opponent: str, substitute: str, kind: str, seed: int
     base = _chunk_agent(model, seed, start)
     agent = base if kind == AS_IS else SubstitutedAgent(base, _chunk_agent(substitute, seed + 2, start), kind)
     dice = KeyedMirroredDice(seed, start, pairs, "cpu")  # pair i's rolls depend on (seed, i) alone
-    points = play_pairs(agent, _chunk_agent(opponent, seed + 1, start), pairs, seed, STANDARD, "cpu", first_pair=start, dice=dice)
+    opponent_agent = _chunk_agent(opponent, seed + 1, start)
+    points = play_pairs(agent, opponent_agent, pairs, seed, STANDARD, "cpu", first_pair=start, dice=dice)
     return kind, start, points.cpu(), getattr(agent, "substituted", 0)
 
 
