@@ -46,11 +46,11 @@ from bgtrain.arena.agents import RandomAgent
 from bgtrain.arena.duel import play_pairs
 from bgtrain.arena.specs import make_agent
 from bgtrain.arena.substitution import POSITION_GROUPS, SubstitutedAgent, group_named
+from bgtrain.benchmark.scorer import mean_interval
 from bgtrain.files import atomic_write
 from engine.keyed_dice import KeyedMirroredDice
 from engine.rules import STANDARD
 
-Z95 = 1.959963984540054
 AS_IS = "as is"
 
 
@@ -78,13 +78,6 @@ def _play_chunk(model: str, opponent: str, substitute: str, kind: str, seed: int
     opponent_agent = _chunk_agent(opponent, seed + 1, start)
     points = play_pairs(agent, opponent_agent, pairs, seed, STANDARD, "cpu", first_pair=start, dice=dice)
     return kind, start, points.cpu(), getattr(agent, "substituted", 0)
-
-
-def interval(values: torch.Tensor) -> tuple[float, float]:
-    """Mean and the half-width of its 95% interval (normal approximation)."""
-    values = values.double()
-    spread = float(values.std()) if values.numel() > 1 else 0.0
-    return float(values.mean()), Z95 * spread / math.sqrt(max(values.numel(), 1))
 
 
 def pair_means(points: torch.Tensor, chunks: list[int]) -> torch.Tensor:
@@ -127,12 +120,12 @@ def measure(model: str, opponent: str, kinds: list[str], games: int, seed: int, 
     report = {"model": model, "opponent": opponent, "substitute": substitute, "games": 2 * pairs, "seed": seed,
               "chunk_pairs": chunk_pairs, "seconds": round(time.perf_counter() - began, 1), "runs": []}
     for kind in runs:
-        points_per_game, half_width = interval(means[kind])
+        points_per_game, half_width = mean_interval(means[kind])
         row = {"kind": kind, "points_per_game": points_per_game, "interval95": half_width,
                "substituted_per_game": substituted[kind] / (2 * pairs)}
         if kind != AS_IS:
             difference = means[kind] - means[AS_IS]
-            row["difference"], row["difference_interval95"] = interval(difference)
+            row["difference"], row["difference_interval95"] = mean_interval(difference)
             row["pairs_changed"] = float((difference != 0).double().mean())
         report["runs"].append(row)
     return report
