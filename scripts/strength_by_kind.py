@@ -61,34 +61,25 @@ def _agent(spec: str):
 
 
 def _chunk_agent(spec: str, seed: int, first_pair: int):
-    """The agent of one chunk: a random agent draws from its own stream of (seed, first pair), as in
-    ``bgtrain bench``, so results do not depend on which process plays which chunk; others are cached."""
+    """The agent of one chunk: a random agent draws from the chunk's own stream, as in ``bgtrain bench``,
+    so results do not depend on which process plays which chunk; others are cached."""
     if spec.strip().lower() == "random":
-        return RandomAgent((seed * 1_000_003 + first_pair) % (1 << 63))
+        return RandomAgent.for_chunk(seed, first_pair)
     return _agent(spec)
 
 
 def _play_chunk(model: str, opponent: str, substitute: str, kind: str, seed: int, start: int, pairs: int,
                 threads: int) -> tuple[str, int, torch.Tensor, int]:
-    """One chunk of one run: ``(kind, start, points int64[2 * pairs] for MODEL, substituted decisions)``."""
+    """One chunk of one run: ``(kind, start, MODEL's mean points per pair float64[pairs], substituted
+    decisions)``; game i and game i + pairs of a chunk share their dice."""
     torch.set_num_threads(threads)
     base = _chunk_agent(model, seed, start)
     agent = base if kind == AS_IS else SubstitutedAgent(base, _chunk_agent(substitute, seed + 2, start), kind)
     dice = KeyedMirroredDice(seed, start, pairs, "cpu")  # pair i's rolls depend on (seed, i) alone
     opponent_agent = _chunk_agent(opponent, seed + 1, start)
     points = play_pairs(agent, opponent_agent, pairs, seed, STANDARD, "cpu", first_pair=start, dice=dice)
-    return kind, start, points.cpu(), getattr(agent, "substituted", 0)
-
-
-def pair_means(points: torch.Tensor, chunks: list[int]) -> torch.Tensor:
-    """Per pair of games on the same dice, the mean of MODEL's points: ``float64[pairs]``. ``points`` are
-    the chunks' results concatenated, each chunk's first half the games its pairs' second half mirrors."""
-    means, at = [], 0
-    for pairs in chunks:
-        chunk = points[at:at + 2 * pairs].double()
-        means.append((chunk[:pairs] + chunk[pairs:]) / 2)
-        at += 2 * pairs
-    return torch.cat(means)
+    points = points.cpu().double()
+    return kind, start, (points[:pairs] + points[pairs:]) / 2, getattr(agent, "substituted", 0)
 
 
 def measure(model: str, opponent: str, kinds: list[str], games: int, seed: int, chunk_pairs: int = 2000,
@@ -113,10 +104,10 @@ def measure(model: str, opponent: str, kinds: list[str], games: int, seed: int, 
         results = [_play_chunk(*task) for task in tasks]
     by_run = {kind: {} for kind in runs}
     substituted = dict.fromkeys(runs, 0)
-    for kind, start, points, count in results:
-        by_run[kind][start] = points
+    for kind, start, pair_means, count in results:
+        by_run[kind][start] = pair_means
         substituted[kind] += count
-    means = {kind: pair_means(torch.cat([by_run[kind][start] for start in starts]), chunks) for kind in runs}
+    means = {kind: torch.cat([by_run[kind][start] for start in starts]) for kind in runs}
     report = {"model": model, "opponent": opponent, "substitute": substitute, "games": 2 * pairs, "seed": seed,
               "chunk_pairs": chunk_pairs, "seconds": round(time.perf_counter() - began, 1), "runs": []}
     for kind in runs:

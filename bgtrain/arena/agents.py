@@ -35,6 +35,12 @@ class RandomAgent:
         self.name = "random"
         self.generator = torch.Generator(device=device).manual_seed(seed)
 
+    @classmethod
+    def for_chunk(cls, seed: int, first_pair: int, device: torch.device | str = "cpu") -> RandomAgent:
+        """The agent of the chunk of pairs from ``first_pair`` on: its own stream of (seed, first pair), so
+        a duel split into chunks plays the same games whichever process plays which chunk."""
+        return cls((seed * 1_000_003 + first_pair) % (1 << 63), device)
+
     def choose(self, state: State, afterstates: Afterstates) -> torch.Tensor:
         return random_choice(afterstates, self.generator)
 

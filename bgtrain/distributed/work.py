@@ -86,7 +86,7 @@ def _prepare_duel(context: dict, device: str) -> dict:
 def chunk_agent(prepared: dict, index: int, agent_seed: int, first_pair: int):
     agent = prepared["agents"][index]
     if agent is None:
-        return RandomAgent((agent_seed * 1_000_003 + first_pair) % (1 << 63), prepared["device"])
+        return RandomAgent.for_chunk(agent_seed, first_pair, prepared["device"])
     return agent
 
 
