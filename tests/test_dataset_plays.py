@@ -55,14 +55,15 @@ def reference_plays(position: torch.Tensor, dice: tuple[int, int], teacher: Eval
     return {tuple(flip_board(board)[0].tolist()) for _, _, board in valued[:top] if not bool(mover_finished(board)[0])}
 
 
-def test_the_kept_plays_are_the_teachers_best_after_each_roll(source, teacher):
+def test_the_kept_plays_are_the_teachers_best_after_each_roll_grouped_by_position(source, teacher):
     positions = load_datasets([source]).positions
-    kept = plays_of(positions, teacher, PlaySelection(top=2, others=0), seed=11)
+    kept, groups = plays_of(positions, teacher, PlaySelection(top=2, others=0), seed=11)
     # The rolls are the generator's first draws for a batch under PLAY_CHUNK positions.
     dice = torch.randint(1, 7, (positions.shape[0], 2), generator=torch.Generator().manual_seed(11))
-    expected = [board for index in range(positions.shape[0])
-                for board in reference_plays(positions[index], tuple(dice[index].tolist()), teacher, 2)]
-    assert sorted(map(tuple, kept.tolist())) == sorted(expected)
+    for index in range(positions.shape[0]):  # group g: the plays of source row g's roll, and only those
+        expected = reference_plays(positions[index], tuple(dice[index].tolist()), teacher, 2)
+        assert sorted(map(tuple, kept[groups == index].tolist())) == sorted(expected), index
+    assert groups.dtype == torch.int32 and bool((groups >= 0).all())
     assert positions.shape[0] < kept.shape[0] <= 2 * positions.shape[0]
 
 
@@ -70,14 +71,14 @@ def test_every_play_or_the_best_and_about_others_more(source, teacher):
     positions = load_datasets([source]).positions
     dice = torch.randint(1, 7, (positions.shape[0], 2), generator=torch.Generator().manual_seed(3))
     afterstates = legal_afterstates(positions, dice, teacher.rules)
-    every = plays_of(positions, teacher, PlaySelection(top=1000, others=0), seed=3)
+    every, _ = plays_of(positions, teacher, PlaySelection(top=1000, others=0), seed=3)
     assert every.shape[0] == int((~mover_finished(afterstates.boards)).sum())
-    best_only = plays_of(positions, teacher, PlaySelection(top=1, others=0), seed=3)
+    best_only, _ = plays_of(positions, teacher, PlaySelection(top=1, others=0), seed=3)
     assert best_only.shape[0] == positions.shape[0]
-    more = plays_of(positions, teacher, PlaySelection(top=1, others=2), seed=3)
+    more, _ = plays_of(positions, teacher, PlaySelection(top=1, others=2), seed=3)
     extra = (more.shape[0] - best_only.shape[0]) / positions.shape[0]
     assert 1.0 < extra < 3.0  # each of the rest with probability 2 / (count - 1): about 2 a position
-    assert torch.equal(more, plays_of(positions, teacher, PlaySelection(top=1, others=2), seed=3))  # seeded
+    assert torch.equal(more, plays_of(positions, teacher, PlaySelection(top=1, others=2), seed=3)[0])  # seeded
 
 
 def test_a_plays_dataset_is_labelled_by_the_teacher_and_resumes(tmp_path, source, teacher):
@@ -87,14 +88,19 @@ def test_a_plays_dataset_is_labelled_by_the_teacher_and_resumes(tmp_path, source
     data = load_datasets([tmp_path / "whole"])
     sources = read_manifest(source)["shards"]
     first = load_datasets([source]).positions[: sources[0]["positions"]]
-    assert torch.equal(data.positions[: whole["shards"][0]["positions"]],
-                       plays_of(first, teacher, selection, shard_seed(7, 0)))
+    first_plays, first_groups = plays_of(first, teacher, selection, shard_seed(7, 0))
+    assert torch.equal(data.positions[: whole["shards"][0]["positions"]], first_plays)
+    # The shards keep the groups, made distinct across shards; a relabelling keeps them row for row.
+    assert torch.equal(data.groups[: first_plays.shape[0]], first_groups.long())
+    assert int(data.groups[first_plays.shape[0]:].min()) > int(first_groups.max())
+    relabel_dataset(tmp_path / "again", tmp_path / "whole", labeller, progress=False)
+    assert torch.equal(load_datasets([tmp_path / "again"]).groups, data.groups)
     torch.testing.assert_close(data.targets, teacher.probabilities(data.positions, 0).clamp(0, 1))
     assert whole["plays"] == {"top": 3, "others": 1, "seed": 7} and whole["positions"] == len(data)
 
     relabel_dataset(tmp_path / "resumed", source, labeller, plays=selection, progress=False, stop_after_shards=1)
     relabel_dataset(tmp_path / "resumed", source, labeller, plays=selection, progress=False)
-    for name in SHARD_FIELDS:
+    for name in (*SHARD_FIELDS, "groups"):
         assert torch.equal(getattr(load_datasets([tmp_path / "resumed"]), name), getattr(data, name)), name
     with pytest.raises(ValueError, match="another plays"):
         relabel_dataset(tmp_path / "whole", source, labeller, plays=PlaySelection(top=4), progress=False)

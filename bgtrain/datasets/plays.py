@@ -9,7 +9,11 @@ a roll drawn for it, its legal plays valued by the teacher's 0-ply (``StaticValu
 those the ``top`` best, plus of the rest each with probability ``others / (count - top)`` (so about
 ``others`` more a position, drawn uniformly). Kept are the positions as the next side sees them
 (flipped; acey-deucey's extra roll leaves the mover on roll), less those the rules or the databases
-answer exactly: a play that ends the game, a bear-off that the database covers.
+answer exactly: a play that ends the game, a bear-off that the database covers. Each kept position
+carries its group: the row of the source position whose roll it was a play of, so the rows of one
+group are plays of one move choice (what a student's ranking loss compares, ``sibling_weight`` in
+``bgtrain.training.supervised``). A play after which the mover rolls again (acey-deucey) is seen by
+the mover, not the next side, so it joins no group (-1): a group's equities share one point of view.
 
 ``bgtrain dataset plays SOURCE --out DIR`` writes them as a dataset (``bgtrain.datasets.relabel``,
 shard k from source shard k), labelled by any labeller: 0-ply for a distillation, a deeper search
@@ -52,13 +56,16 @@ class PlaySelection:
         return {"top": self.top, "others": self.others, "seed": self.seed}
 
 
-def plays_of(positions: torch.Tensor, evaluator: Evaluator, selection: PlaySelection, seed: int) -> torch.Tensor:
+def plays_of(positions: torch.Tensor, evaluator: Evaluator, selection: PlaySelection,
+             seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The positions after the selected plays of ``positions`` (``int8[N, 28]``, side to move), for the
-    side then on roll: ``int8[M, 28]``. ``seed`` seeds the rolls and draws (a shard's ``shard_seed``)."""
+    side then on roll (``int8[M, 28]``), and each one's group (``int32[M]``: the row of ``positions`` it is
+    a play of, -1 after a play that gives the mover another roll). ``seed`` seeds the rolls and draws (a
+    shard's ``shard_seed``)."""
     generator = torch.Generator().manual_seed(seed)
     rules = evaluator.rules
-    kept = []
-    for chunk in positions.split(PLAY_CHUNK):
+    kept, groups = [], []
+    for first, chunk in zip(range(0, positions.shape[0], PLAY_CHUNK), positions.split(PLAY_CHUNK)):
         dice = torch.randint(1, 7, (chunk.shape[0], 2), generator=generator)
         afterstates = legal_afterstates(chunk, dice, rules)
         equity = cubeless_equity(evaluator.static.plays(afterstates), rules)
@@ -71,6 +78,8 @@ def plays_of(positions: torch.Tensor, evaluator: Evaluator, selection: PlaySelec
         if evaluator.bearoff is not None:
             keep &= ~evaluator.bearoff.covers(following)
         kept.append(following[keep])
+        group = torch.where(afterstates.extra_roll, -1, afterstates.position + first)
+        groups.append(group[keep].to(torch.int32))
     if not kept:
-        return positions[:0]
-    return torch.cat(kept)
+        return positions[:0], torch.zeros(0, dtype=torch.int32)
+    return torch.cat(kept), torch.cat(groups)

@@ -46,6 +46,7 @@ from bgtrain.datasets.labellers import Labeller
 from bgtrain.datasets.plays import PlaySelection, plays_of
 from bgtrain.datasets.shards import (
     FORMAT_VERSION,
+    GROUP_FIELDS,
     MANIFEST,
     MANIFEST_FORMAT,
     read_manifest,
@@ -129,15 +130,17 @@ def relabel_shard(tensors: dict[str, torch.Tensor], labeller: Labeller, kinds: t
     ``plays``, the positions after their selected plays) of ``kinds``, labelled; and the seconds the
     labels took. A function of its arguments alone, so a shard is the same wherever it is made."""
     if plays is not None:
-        positions = plays_of(tensors["positions"], labeller.evaluator, plays, shard_seed(plays.seed, index))
-        tensors = {"positions": positions, "kinds": position_kinds(positions).to(torch.int8)}
+        positions, groups = plays_of(tensors["positions"], labeller.evaluator, plays, shard_seed(plays.seed, index))
+        tensors = {"positions": positions, "kinds": position_kinds(positions).to(torch.int8), "groups": groups}
+    # The rows keep their groups (a plays dataset's), whoever labels them.
+    tensors = {name: tensors[name] for name in ("positions", "kinds", *GROUP_FIELDS) if name in tensors}
     wanted = kind_codes(kinds, "relabel")
     if wanted is not None:
         keep = torch.isin(tensors["kinds"].long(), wanted)
         tensors = {name: values[keep] for name, values in tensors.items()}
     started = time.perf_counter()
     labels = _labels(tensors["positions"], labeller, bar)
-    return {"positions": tensors["positions"], "kinds": tensors["kinds"], **labels}, time.perf_counter() - started
+    return {**tensors, **labels}, time.perf_counter() - started
 
 
 def relabel_dataset(

@@ -9,7 +9,9 @@ A dataset is a directory::
 A shard holds ``positions: int8[N, 28]`` (``engine.board`` layout, side to move, before its roll),
 ``targets: float32[N, 5]`` (``bgtrain.outcomes`` order), ``standard_errors: float32[N, 5]``,
 ``zero_ply: float32[N, 5]`` (the source model's 0-ply probabilities, for analysis), ``kinds: int8[N]``
-(``engine.position_kinds.PositionKind``), plus ``format``, ``format_version`` and ``index``.
+(``engine.position_kinds.PositionKind``), plus ``format``, ``format_version`` and ``index``. A plays
+dataset's shard (``bgtrain.datasets.plays``) also holds ``groups: int32[N]``: the source shard's row
+whose move choice the position is a play of (-1: none), so the rows of a group are the plays of one roll.
 
 A shard file is written first (temporary file + rename), then the manifest that lists it; a shard
 on disk but not in the manifest is ignored and rewritten, so a generation killed at any moment
@@ -40,10 +42,12 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 DATASET_LOCK = "dataset.lock"  # held by the process writing the dataset (bgtrain.directory_lock)
 SHARD_FIELDS = ("positions", "targets", "standard_errors", "zero_ply", "kinds")
+GROUP_FIELDS = ("groups",)  # optional: a plays dataset's shards hold them
 KIND_NAMES = {int(kind): kind.name.lower() for kind in PositionKind}
 # Each field's dtype and its shape after the row count N.
 SHARD_LAYOUT = {"positions": (torch.int8, (28,)), "targets": (torch.float32, (5,)),
-                "standard_errors": (torch.float32, (5,)), "zero_ply": (torch.float32, (5,)), "kinds": (torch.int8, ())}
+                "standard_errors": (torch.float32, (5,)), "zero_ply": (torch.float32, (5,)), "kinds": (torch.int8, ()),
+                "groups": (torch.int32, ())}
 # How far a label may stray outside [0, 1]: averages over rolls round by about 1e-7; more is corrupt data.
 LABEL_TOLERANCE = 1e-4
 
@@ -61,8 +65,9 @@ def shard_bytes(index: int, tensors: dict[str, torch.Tensor]) -> bytes:
     buffer = io.BytesIO()
     # A clone holds exactly its rows: torch.save writes a view's whole storage, so a shard cut from a
     # larger tensor would carry the rest, and the same rows made elsewhere would differ in bytes.
+    fields = [*SHARD_FIELDS, *(name for name in GROUP_FIELDS if name in tensors)]
     torch.save({"format": SHARD_FORMAT, "format_version": FORMAT_VERSION, "index": index,
-                **{name: tensors[name].cpu().clone(memory_format=torch.contiguous_format) for name in SHARD_FIELDS}},
+                **{name: tensors[name].cpu().clone(memory_format=torch.contiguous_format) for name in fields}},
                buffer)
     return buffer.getvalue()
 
@@ -138,10 +143,11 @@ def read_shard(path: Path, entry: dict[str, Any] | None = None) -> dict[str, tor
     if payload.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path} has shard format version {payload.get('format_version')}, "
                          f"this bgtrain reads {FORMAT_VERSION}")
-    tensors = {name: payload.get(name) for name in SHARD_FIELDS}
+    tensors = {name: payload.get(name) for name in (*SHARD_FIELDS, *GROUP_FIELDS)
+               if name in SHARD_FIELDS or name in payload}
     rows = tensors["positions"].shape[0] if isinstance(tensors["positions"], torch.Tensor) else 0
-    for name, (dtype, shape) in SHARD_LAYOUT.items():
-        value = tensors[name]
+    for name, value in tensors.items():
+        dtype, shape = SHARD_LAYOUT[name]
         if not isinstance(value, torch.Tensor) or value.dtype != dtype or tuple(value.shape) != (rows, *shape):
             described = (f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
                          if isinstance(value, torch.Tensor) else type(value).__name__)
@@ -186,6 +192,7 @@ class Dataset:
     standard_errors: torch.Tensor  # float32[N, 5]
     zero_ply: torch.Tensor  # float32[N, 5]
     kinds: torch.Tensor  # int8[N]
+    groups: torch.Tensor  # int64[N]: rows with one value >= 0 are the plays of one move choice; -1: none
     sources: tuple[dict[str, Any], ...]  # the manifests, in order
 
     def __len__(self) -> int:
@@ -193,7 +200,7 @@ class Dataset:
 
     def where(self, mask: torch.Tensor) -> Dataset:
         """The rows where ``mask: bool[N]`` holds."""
-        return Dataset(*(getattr(self, name)[mask] for name in SHARD_FIELDS), self.sources)
+        return Dataset(*(getattr(self, name)[mask] for name in (*SHARD_FIELDS, "groups")), self.sources)
 
 
 def dataset_spec(spec: str | Path) -> tuple[Path, int | None]:
@@ -211,7 +218,8 @@ def load_datasets(directories) -> Dataset:
     ``DIR@N`` takes the first N shards of DIR, see ``dataset_spec``)."""
     if isinstance(directories, (str, Path)):
         directories = [directories]
-    parts: dict[str, list[torch.Tensor]] = {name: [] for name in SHARD_FIELDS}
+    parts: dict[str, list[torch.Tensor]] = {name: [] for name in (*SHARD_FIELDS, "groups")}
+    groups_before = 0  # a shard's groups are its own rows' numbers: made distinct across shards
     manifests = []
     for spec in directories:
         directory, first = dataset_spec(spec)
@@ -227,6 +235,9 @@ def load_datasets(directories) -> Dataset:
             tensors = read_shard(directory / shard["file"], shard)
             for name in SHARD_FIELDS:
                 parts[name].append(tensors[name])
+            groups = tensors.get("groups", torch.full((tensors["kinds"].shape[0],), -1)).long()
+            parts["groups"].append(torch.where(groups >= 0, groups + groups_before, -1))
+            groups_before += int(groups.max()) + 1 if groups.numel() else 0
     if not parts["positions"]:
         raise ValueError(f"no complete shard in {', '.join(map(str, directories))}")
-    return Dataset(*(torch.cat(parts[name]) for name in SHARD_FIELDS), tuple(manifests))
+    return Dataset(*(torch.cat(parts[name]) for name in (*SHARD_FIELDS, "groups")), tuple(manifests))

@@ -76,6 +76,9 @@ def train_supervised_ray(config: Config, directory: RunDirectory, resume: str | 
     supervised, settings = config.supervised, config.executor
     if not supervised.datasets:
         raise ValueError("[supervised] datasets is empty: name at least one dataset directory")
+    if supervised.sibling_weight:
+        raise ValueError("[supervised] sibling_weight: the move-choice term trains in one process only; "
+                         "drop --executor ray for this run")
     if 0 < settings.worker_gpus < 1 or settings.worker_gpus != int(settings.worker_gpus):
         raise ValueError(f"[executor] worker_gpus = {settings.worker_gpus:g}: Ray Train gives each worker whole GPUs "
                          "(NCCL needs a GPU of its own per rank); use 0 (CPUs, gloo) or 1 (a GPU a worker, NCCL)")
@@ -142,7 +145,7 @@ def train_supervised_ray(config: Config, directory: RunDirectory, resume: str | 
                 stop.stopped(resume_hint(latest, f"epoch {state.counters['epochs']} + {point['start']:,} of "
                                                  f"{len(training):,} positions"))
             held_value = end_epoch(state, config, rules, directory, writer, training, held_encoded, held_targets,
-                                   message["train_loss"])
+                                   message["train_loss"], held.groups)
             bar.update(1)
             bar.set_postfix_str(f"train {message['train_loss']:.4f}"
                                 + (f" held-out {held_value:.4f}" if held_targets.shape[0] else ""))

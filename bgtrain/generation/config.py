@@ -211,6 +211,9 @@ class PhaseSection:
     lr_final_fraction: float = 0.02
     loss: str = "bce"
     heldout_fraction: float = 0.05
+    sibling_weight: float = 0.0
+    """The move-choice term's weight (``[supervised] sibling_weight``): the plays datasets' groups."""
+    sibling_groups: int = 32
     seed: int = 0
     init_from: str = ""
     """A checkpoint that starts the training; ``network:KEY`` the network another training of this plan
@@ -401,6 +404,7 @@ def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0) -
             "learning_rate": section.learning_rate, "weight_decay": section.weight_decay,
             "lr_schedule": section.lr_schedule, "lr_final_fraction": section.lr_final_fraction,
             "loss": section.loss, "heldout_fraction": section.heldout_fraction,
+            "sibling_weight": section.sibling_weight, "sibling_groups": section.sibling_groups,
         },
         "evaluation": {"benchmark": False, "games": section.check_games, "every_games": 0},
         "checkpoint": {"keep_last": 2},

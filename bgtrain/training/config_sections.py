@@ -200,6 +200,12 @@ class SupervisedConfig:
     """A checkpoint whose network starts the training (a TD-trained model, say); "" starts from scratch."""
     checkpoint_every_epochs: int = 1
     """Write the resumable checkpoint (and an ``epoch_N.pt``) after every this many epochs and the last."""
+    sibling_weight: float = 0.0
+    """Weight of the move-choice term (``bgtrain.training.move_choices``): each step also draws
+    ``sibling_groups`` groups of a plays dataset's rows (the plays of one roll) and adds this times the
+    mean squared error of the student's equity differences within a group against the labels'. 0: none."""
+    sibling_groups: int = 32
+    """Groups drawn a step for the move-choice term."""
 
     def __post_init__(self) -> None:
         for kind in self.kinds:
@@ -212,6 +218,8 @@ class SupervisedConfig:
         _positive("supervised", "lr_step_epochs", self.lr_step_epochs)
         _choice("supervised", "loss", self.loss, ("bce", "mse"))
         _positive("supervised", "checkpoint_every_epochs", self.checkpoint_every_epochs)
+        _positive("supervised", "sibling_weight", self.sibling_weight, allow_zero=True)
+        _positive("supervised", "sibling_groups", self.sibling_groups)
         if not 0.0 <= self.heldout_fraction <= 0.5:  # NaN fails both comparisons
             raise ValueError(f"[supervised] heldout_fraction = {self.heldout_fraction}: must be in [0, 0.5] "
                              "(0 holds out nothing; most positions must train)")

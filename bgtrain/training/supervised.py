@@ -8,7 +8,11 @@ The loop: ``epochs`` passes, each over a fresh permutation of the training split
 generator, in minibatches of ``batch_size``; AdamW (``learning_rate``, ``weight_decay``) with the
 learning rate set every step by the schedule (cosine over all steps, step decay per epoch, or
 constant); the loss is binary cross-entropy (or squared error) of the five predicted probabilities
-against the labels. After each epoch: the training and held-out losses go to TensorBoard
+against the labels, plus, with ``sibling_weight``, the move-choice term on ``sibling_groups`` groups of
+a plays dataset's rows drawn each step (``bgtrain.training.move_choices``; the draws are keyed by the
+run's seed and the step, so a resumed run draws what the uninterrupted one would). A plays dataset's
+rows are held out by group, whole move choices at a time, and the student's ``within_roll_error`` on
+the held-out groups is logged after each epoch (``eval/within_roll_error``, x 1000). After each epoch: the training and held-out losses go to TensorBoard
 (``losses/train``, ``losses/heldout``), as does, with ``evaluation.benchmark``, the move-error rate
 on the shipped benchmark (``eval/error_rate/<class>``, ``bgtrain.benchmark.scorer``), and a checkpoint is written with the whole training state (optimizer,
 generator, counters), so ``--resume`` continues from the epoch boundary exactly as an uninterrupted
@@ -37,7 +41,9 @@ from bgtrain.model.checkpoint import (
     save_checkpoint,
 )
 from bgtrain.model.network import ValueNetwork
+from bgtrain.outcomes import cubeless_equity
 from bgtrain.training.config import Config, to_toml_text
+from bgtrain.training.move_choices import MoveChoiceGroups, sibling_loss, within_roll_error
 from bgtrain.training.run_directory import RunDirectory, code_version, load_resume_checkpoint
 from bgtrain.training.schedule import loss_function, supervised_learning_rate
 from bgtrain.training.stop_signals import StopSignals, resume_hint
@@ -49,7 +55,8 @@ ENCODE_CHUNK = 8192
 
 
 def split_dataset(dataset: Dataset, config: Config) -> tuple[Dataset, Dataset]:
-    """(training, held-out) rows of the kinds asked for; the held-out draw depends on run.seed alone."""
+    """(training, held-out) rows of the kinds asked for; the held-out draw depends on run.seed alone. Rows
+    of a move choice's group go together (a draw for each group), so held-out groups are whole."""
     wanted = torch.tensor([int(PositionKind[kind.upper()]) for kind in config.supervised.kinds])
     dataset = dataset.where(torch.isin(dataset.kinds.long(), wanted))
     if not len(dataset):
@@ -58,6 +65,12 @@ def split_dataset(dataset: Dataset, config: Config) -> tuple[Dataset, Dataset]:
     heldout = round(len(dataset) * config.supervised.heldout_fraction)
     is_heldout = torch.zeros(len(dataset), dtype=torch.bool)
     is_heldout[order[:heldout]] = True
+    grouped = dataset.groups >= 0
+    if grouped.any():
+        groups, group_of_row = torch.unique(dataset.groups[grouped], return_inverse=True)
+        draw = torch.rand(groups.shape[0], generator=torch.Generator().manual_seed(config.run.seed + 2))
+        is_heldout[grouped] = (draw < config.supervised.heldout_fraction)[group_of_row]
+        heldout = int(is_heldout.sum())
     if heldout == len(dataset):
         raise ValueError(f"[supervised] heldout_fraction = {config.supervised.heldout_fraction} holds out all "
                          f"{len(dataset):,} positions of the kinds {list(config.supervised.kinds)}: none is left to train on")
@@ -147,11 +160,23 @@ def open_writer(config: Config, directory: RunDirectory, state: SupervisedState,
     return writer
 
 
+def heldout_within_roll_error(network: ValueNetwork, encoded: torch.Tensor, targets: torch.Tensor,
+                              groups: torch.Tensor, rules) -> float:
+    """``within_roll_error`` of the network on the held-out groups, x 1000 (NaN without one)."""
+    if not bool((groups >= 0).any()):
+        return float("nan")
+    network.eval()
+    with torch.no_grad():
+        student = torch.cat([cubeless_equity(network.forward_encoded(e), rules) for e in encoded.split(ENCODE_CHUNK)])
+    return 1000 * within_roll_error(student.cpu(), cubeless_equity(targets, rules).cpu(), groups.cpu())
+
+
 def end_epoch(state: SupervisedState, config: Config, rules, directory: RunDirectory, writer, training: Dataset,
-              held_encoded: torch.Tensor, held_targets: torch.Tensor, train_loss: float) -> float:
+              held_encoded: torch.Tensor, held_targets: torch.Tensor, train_loss: float,
+              held_groups: torch.Tensor | None = None) -> float:
     """After an epoch (its counters already advanced): the losses and learning rate to TensorBoard, the
-    benchmark's error rates, at the last epoch the strength check, and the epoch's checkpoint. Returns
-    the held-out loss (NaN when nothing is held out)."""
+    held-out groups' within-roll error, the benchmark's error rates, at the last epoch the strength check,
+    and the epoch's checkpoint. Returns the held-out loss (NaN when nothing is held out)."""
     supervised = config.supervised
     network, epoch = state.network, state.counters["epochs"]
     held_value = heldout_loss(network, held_encoded, held_targets, loss_function(supervised.loss))
@@ -159,6 +184,10 @@ def end_epoch(state: SupervisedState, config: Config, rules, directory: RunDirec
     if held_targets.shape[0]:  # heldout_fraction = 0: no held-out loss to record
         writer.add_scalar("losses/heldout", held_value, epoch)
         state.strength["heldout_loss"] = held_value
+    if held_groups is not None and bool((held_groups >= 0).any()):
+        error = heldout_within_roll_error(network, held_encoded, held_targets, held_groups, rules)
+        writer.add_scalar("eval/within_roll_error", error, epoch)
+        state.strength["heldout_within_roll_error"] = error
     writer.add_scalar("charts/learning_rate", state.optimizer.param_groups[0]["lr"], epoch)
     if config.evaluation.benchmark:  # eval/error_rate/<class>, as TD training logs it
         log_error_rates(writer, network.eval(), rules, epoch, config.evaluation.benchmark_decisions)
@@ -168,6 +197,18 @@ def end_epoch(state: SupervisedState, config: Config, rules, directory: RunDirec
     if epoch % supervised.checkpoint_every_epochs == 0 or epoch >= supervised.epochs:
         directory.save(state.payload(config, rules, training, True), epoch, config.checkpoint.keep_last, unit="epoch")
     return held_value
+
+
+def move_choice_loss(network: ValueNetwork, siblings: MoveChoiceGroups, encoded: torch.Tensor,
+                     teacher_equity: torch.Tensor, config: Config, step: int, rules) -> torch.Tensor:
+    """``sibling_loss`` on ``sibling_groups`` groups drawn for ``step``: the draw is a function of the
+    run's seed and the step alone, so a run resumed inside an epoch draws the same groups."""
+    generator = torch.Generator().manual_seed((config.run.seed * 1_000_003 + step + 3) % (1 << 63))
+    rows, segment = siblings.draw(config.supervised.sibling_groups, generator)
+    rows = rows.to(encoded.device)
+    student = cubeless_equity(network.forward_encoded(encoded.index_select(0, rows)), rules)
+    return sibling_loss(student, teacher_equity.index_select(0, rows), segment.to(encoded.device),
+                        config.supervised.sibling_groups)
 
 
 def train_supervised(config: Config, directory: RunDirectory, resume: str | Path | None = None,
@@ -195,6 +236,11 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
     targets = training.targets.clamp(0.0, 1.0).to(device)
     held_encoded = encode_all(network, held.positions, rules).to(device)
     held_targets = held.targets.clamp(0.0, 1.0).to(device)
+    siblings = MoveChoiceGroups(training.groups) if supervised.sibling_weight else None
+    if siblings is not None and not len(siblings):
+        raise ValueError("[supervised] sibling_weight needs a plays dataset (bgtrain dataset plays) among the "
+                         "datasets: none of their rows of these kinds is in a group of two or more")
+    teacher_equity = cubeless_equity(targets, rules)
     size = encoded.shape[0]
     steps_per_epoch = -(-size // supervised.batch_size)
     bar = tqdm(total=supervised.epochs, initial=counters["epochs"], unit="epoch", disable=not progress,
@@ -217,6 +263,9 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
                 group["lr"] = supervised_learning_rate(config, counters["steps"], steps_per_epoch)
             index = order[start : start + supervised.batch_size]
             batch_loss = loss(network.forward_encoded(encoded.index_select(0, index)), targets.index_select(0, index))
+            if siblings is not None:
+                batch_loss = batch_loss + supervised.sibling_weight * move_choice_loss(
+                    network, siblings, encoded, teacher_equity, config, counters["steps"], rules)
             optimizer.zero_grad(set_to_none=True)
             batch_loss.backward()
             optimizer.step()
@@ -226,7 +275,7 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
         counters["positions"] += size
         counters["train_seconds"] += time.perf_counter() - started
         held_value = end_epoch(state, config, rules, directory, writer, training, held_encoded, held_targets,
-                               total / size)
+                               total / size, held.groups)
         bar.update(1)
         bar.set_postfix_str(f"train {total / size:.4f}" + (f" held-out {held_value:.4f}" if held_targets.shape[0] else ""))
     bar.close()
