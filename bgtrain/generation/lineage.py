@@ -57,6 +57,7 @@ def _network(plan: GenerationConfig, phase: str, member: int, key: str,
         "epochs": counters.get("epochs"),
         "positions_seen": counters.get("positions"),
         "heldout_loss": strength.get("heldout_loss"),
+        "heldout_within_roll_error": strength.get("heldout_within_roll_error"),  # x 1000; with plays datasets
         "datasets": [dataset_reference(plan, reference) for reference in section.datasets],
         "code_version": payload.get("code_version"),
     }
