@@ -23,12 +23,13 @@ from bgtrain.datasets.generate import GenerationSettings, generate_dataset
 from bgtrain.datasets.labellers import labeller_from_spec
 from bgtrain.datasets.plays import PlaySelection
 from bgtrain.datasets.relabel import relabel_dataset
-from bgtrain.datasets.shards import read_manifest
+from bgtrain.datasets.shards import read_manifest, read_shard
 from bgtrain.distributed.datasets import generate_dataset_distributed, relabel_dataset_distributed
 from bgtrain.model.checkpoint import save_checkpoint
 from bgtrain.model.network import ValueNetwork
 from bgtrain.training.config import load_config
 from bgtrain.values.evaluator import Evaluator
+from engine.position_kinds import PositionKind, position_kinds
 
 SETTINGS = GenerationSettings(positions=30, shard_size=10, seed=5, games_in_parallel=16, burn_in_turns=4,
                               sample_rate=0.5, select_ply=1, select_threshold=0.02, keep_agreeing=0.3)
@@ -158,6 +159,20 @@ def test_shards_relabelled_on_ray_are_the_in_process_files_to_the_byte(workers, 
     if plays is None:  # the same positions, new labels
         assert here["positions"] == sum(count for shard in read_manifest(source)["shards"]
                                         for kind, count in shard["kinds"].items() if not kinds or kind in kinds)
+
+
+def test_a_plays_dataset_relabelled_on_ray_keeps_its_groups_as_in_process(workers, tmp_path, model_path, source):
+    labeller = labeller_from_spec("ply:0", model_path)
+    relabel_dataset(tmp_path / "plays", source, labeller, progress=False, plays=PlaySelection(top=3, others=1.0, seed=5))
+    second = labeller_from_spec("ply:1", model_path)
+    relabel_dataset(tmp_path / "here", tmp_path / "plays", second, ("contact", "crashed"), progress=False)
+    relabel_dataset_distributed(tmp_path / "ray", tmp_path / "plays", model_path, second.describe(),
+                                ("contact", "crashed"), None, workers, progress=False)
+    assert_same_dataset(tmp_path / "here", tmp_path / "ray")
+    for entry in read_manifest(tmp_path / "plays")["shards"]:  # the source's rows of those kinds, groups and all
+        made, relabelled = read_shard(tmp_path / "plays" / entry["file"]), read_shard(tmp_path / "ray" / entry["file"])
+        kept = position_kinds(made["positions"]) >= int(PositionKind.CRASHED)  # crashed and contact
+        assert kept.any() and torch.equal(relabelled["groups"], made["groups"][kept])
 
 
 def test_a_partial_relabelling_is_completed_in_process_without_relabelling_its_shards(tmp_path, model_path, source):
