@@ -12,11 +12,13 @@ against the labels, plus, with ``sibling_weight``, the move-choice term on ``sib
 a plays dataset's rows drawn each step (``bgtrain.training.move_choices``; the draws are keyed by the
 run's seed and the step, so a resumed run draws what the uninterrupted one would). A plays dataset's
 rows are held out by group, whole move choices at a time, and the student's ``within_roll_error`` on
-the held-out groups is logged after each epoch (``eval/within_roll_error``, x 1000). After each epoch: the training and held-out losses go to TensorBoard
-(``losses/train``, ``losses/heldout``), as does, with ``evaluation.benchmark``, the move-error rate
-on the shipped benchmark (``eval/error_rate/<class>``, ``bgtrain.benchmark.scorer``), and a checkpoint is written with the whole training state (optimizer,
-generator, counters), so ``--resume`` continues from the epoch boundary exactly as an uninterrupted
-run would. At the end the model plays the configured evaluation (``[evaluation]``, against pubeval).
+the held-out groups is logged after each epoch (``eval/within_roll_error``, x 1000).
+
+After each epoch: the training and held-out losses go to TensorBoard (``losses/train``,
+``losses/heldout``), as does, with ``evaluation.benchmark``, the move-error rate on the shipped benchmark
+(``eval/error_rate/<class>``, ``bgtrain.benchmark.scorer``), and a checkpoint is written with the whole
+training state (optimizer, generator, counters), so ``--resume`` continues from the epoch boundary
+exactly as an uninterrupted run would. At the end the model plays the configured evaluation (``[evaluation]``, against pubeval).
 
 The network starts from scratch (``run.seed``) or from a checkpoint (``init_from``, e.g. a TD-trained
 model with the same architecture); checkpoints have the format of ``bgtrain.model.checkpoint``, so every tool
@@ -263,13 +265,12 @@ def train_supervised(config: Config, directory: RunDirectory, resume: str | Path
                 group["lr"] = supervised_learning_rate(config, counters["steps"], steps_per_epoch)
             index = order[start : start + supervised.batch_size]
             batch_loss = loss(network.forward_encoded(encoded.index_select(0, index)), targets.index_select(0, index))
-            if siblings is not None:
-                batch_loss = batch_loss + supervised.sibling_weight * move_choice_loss(
-                    network, siblings, encoded, teacher_equity, config, counters["steps"], rules)
+            step_loss = batch_loss if siblings is None else batch_loss + supervised.sibling_weight * move_choice_loss(
+                network, siblings, encoded, teacher_equity, config, counters["steps"], rules)
             optimizer.zero_grad(set_to_none=True)
-            batch_loss.backward()
+            step_loss.backward()
             optimizer.step()
-            total += float(batch_loss.detach()) * index.numel()
+            total += float(batch_loss.detach()) * index.numel()  # the fit alone: comparable with or without the term
             counters["steps"] += 1
         counters["epochs"] += 1
         counters["positions"] += size
