@@ -55,6 +55,9 @@ from bgtrain.datasets.shards import (
 )
 from engine.position_kinds import position_kinds
 
+# What a relabelling takes from a source shard: its positions, their kinds and, a plays dataset's, their groups.
+SOURCE_FIELDS = ("positions", "kinds", *GROUP_FIELDS)
+
 
 @dataclass
 class RelabelJob:
@@ -132,8 +135,7 @@ def relabel_shard(tensors: dict[str, torch.Tensor], labeller: Labeller, kinds: t
     if plays is not None:
         positions, groups = plays_of(tensors["positions"], labeller.evaluator, plays, shard_seed(plays.seed, index))
         tensors = {"positions": positions, "kinds": position_kinds(positions).to(torch.int8), "groups": groups}
-    # The rows keep their groups (a plays dataset's), whoever labels them.
-    tensors = {name: tensors[name] for name in ("positions", "kinds", *GROUP_FIELDS) if name in tensors}
+    tensors = {name: tensors[name] for name in SOURCE_FIELDS if name in tensors}  # groups kept, whoever labels
     wanted = kind_codes(kinds, "relabel")
     if wanted is not None:
         keep = torch.isin(tensors["kinds"].long(), wanted)

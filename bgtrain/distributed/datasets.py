@@ -35,16 +35,8 @@ from bgtrain.datasets.generate import (
 )
 from bgtrain.datasets.labellers import labeller_from_description
 from bgtrain.datasets.plays import PlaySelection
-from bgtrain.datasets.relabel import relabel_job, relabel_shard
-from bgtrain.datasets.shards import (
-    GROUP_FIELDS,
-    MANIFEST,
-    read_manifest,
-    read_shard,
-    shard_bytes,
-    shard_entry,
-    shard_name,
-)
+from bgtrain.datasets.relabel import SOURCE_FIELDS, relabel_job, relabel_shard
+from bgtrain.datasets.shards import MANIFEST, read_manifest, read_shard, shard_bytes, shard_entry, shard_name
 from bgtrain.distributed.executor import Executor, InProcessExecutor, WorkUnit, run_tasks
 from bgtrain.distributed.rollouts import evaluator_from_recipe, model_recipe
 from bgtrain.files import atomic_write
@@ -123,9 +115,9 @@ def generate_dataset_distributed(
 # ``RELABEL_SHARD``: shard k of a relabelled dataset (``bgtrain.datasets.relabel.relabel_shard``, a
 # function of the source shard's positions and k). Context: the labelling model's recipe, the labeller's
 # description, the kinds kept and the play selection (or None). Task: ``index`` and the source shard's
-# ``positions``, ``kinds`` and, a plays dataset's, ``groups`` (the driver reads the source, so workers
-# need not see its files). Result:
-# the new shard's bytes and manifest entry, as for generation; the driver writes and records them.
+# ``SOURCE_FIELDS`` (positions, kinds and a plays dataset's groups; the driver reads the source, so
+# workers need not see its files). Result: the new shard's bytes and manifest entry, as for generation;
+# the driver writes and records them.
 
 
 def relabel_context(recipe: dict, labeller: dict[str, Any], kinds: tuple[str, ...],
@@ -143,7 +135,7 @@ def _prepare_relabel(context: dict, device: str) -> dict:
 def make_relabelled_shard(prepared: dict, task: dict) -> dict:
     started = time.perf_counter()
     index = task["index"]
-    source = {name: torch.from_numpy(task[name]) for name in ("positions", "kinds", *GROUP_FIELDS) if name in task}
+    source = {name: torch.from_numpy(task[name]) for name in SOURCE_FIELDS if name in task}
     tensors, label_seconds = relabel_shard(source, prepared["labeller"], prepared["kinds"], prepared["plays"], index)
     serialised = shard_bytes(index, tensors)
     entry = shard_entry(index, tensors, serialised)
@@ -181,8 +173,8 @@ def relabel_dataset_distributed(
         def tasks():  # each source shard read when its task is submitted: a window of them in memory
             for entry in job.todo[:stop_after_shards]:
                 tensors = read_shard(job.source / entry["file"], entry)
-                yield entry["index"], {"index": entry["index"], **{
-                    name: tensors[name].numpy() for name in ("positions", "kinds", *GROUP_FIELDS) if name in tensors}}
+                yield entry["index"], {"index": entry["index"],
+                                       **{name: tensors[name].numpy() for name in SOURCE_FIELDS if name in tensors}}
 
         bar = job.progress_bar(progress)
         for index, result in run_tasks(executor, RELABEL_SHARD, shared, tasks()):
