@@ -234,6 +234,8 @@ def test_a_dataset_made_from_another_runs_after_its_source(tmp_path):
     (lambda data: data["phases"]["contact"].update(init_from="network:race"), "name a network trained before"),
     (lambda data: data["pruning"].update(positions=["elsewhere@2"]), "[pruning] positions: 'elsewhere' is no dataset"),
     (lambda data: data["pruning"].update(hidden=0), "[pruning] hidden and epochs must be >= 1"),
+    (lambda data: data["phases"]["race"].update(train=False, init_from="", init_member=-1),
+     "[phases.race] train = false keeps its start: give init_from"),
 ])
 def test_plan_mistakes_are_refused_by_name(tmp_path, change, message):
     data = tiny_data(tmp_path)
@@ -275,7 +277,7 @@ def test_every_plan_in_configs_reads_and_plans_its_stages(path):
     plan = load_plan(path)  # refuses a dataset, source or network that the plan does not make
     names = stage_names(plan, RunOptions())
     assert names[-1] == "ship" and names.count("combine") == 1
-    assert {f"train:{key}" for _, _, key in plan.networks()} <= set(names)
+    assert {f"train:{key}" for phase, member, key in plan.networks() if plan.phases[phase][member].train} <= set(names)
 
 
 def test_generation_9_attempt_7_is_taught_by_attempt_6s_model():
@@ -385,6 +387,29 @@ def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
     assert set(lineage["networks"]) == {"contact", "crashed.0", "crashed.1", "race"}
     assert lineage["networks"]["crashed.1"]["phase"] == "crashed" and lineage["networks"]["crashed.1"]["epochs"] == 1
     assert lineage["networks"]["crashed.0"]["start"] == str(tmp_path / "gen" / "runs" / "tiny-contact" / "final.pt")
+
+
+def test_a_phase_kept_untrained_is_its_starts_network_in_the_model(generation, tmp_path):
+    """train = false: the race network is the distilled model's, as it is (no training, no datasets), while
+    the contact and crashed ones are trained; the lineage says which."""
+    _plan, finished, *_ = generation
+    data = tiny_data(tmp_path / "gen")
+    datasets = finished / "datasets"
+    data.update(datasets=[], relabel=[], select=[], head_to_head=[], benchmark={"enabled": False}, pruning={})
+    data["phases"]["contact"]["datasets"] = [str(datasets / "selfplay-s1")]
+    data["phases"]["crashed"]["datasets"] = [str(datasets / "relabelled-s1")]
+    source = "checkpoints/bgtrain-distilled.pt"
+    data["phases"]["race"] = {"train": False, "init_from": source, "init_member": 0}
+    plan = plan_from_dict(data)
+    assert stage_names(plan, RunOptions()) == ["init:race", "train:contact", "train:crashed", "combine", "ship"]
+    run(plan, Recorder())
+    race = load_model(tmp_path / "gen" / "tiny.pt").model.phases["race"]
+    kept = load_model(ROOT / source).model.phases["race"]
+    assert race.model_args() == kept.model_args()
+    assert all(torch.equal(ours, theirs) for ours, theirs in zip(race.state_dict().values(), kept.state_dict().values()))
+    networks = json.loads((tmp_path / "gen" / "tiny.json").read_text())["networks"]
+    assert networks["race"]["trained"] is False and networks["contact"]["trained"] is True
+    assert networks["race"]["sha256"] == file_sha256(plan.init_path("race"))
 
 
 def test_a_network_out_of_the_model_is_a_step_a_later_one_starts_from(tmp_path):

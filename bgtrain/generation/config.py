@@ -231,6 +231,9 @@ class PhaseSection:
     in_model: bool = True
     """Whether the network is one of its phase's in the model; false for a step that a later network of
     the plan starts from (``init_from = "network:KEY"``), such as a first round of a distillation."""
+    train: bool = True
+    """False: the network is its start as it is, untrained (the phase of an earlier model kept while the plan
+    retrains the others); it needs ``init_from``, and ``datasets`` and the training fields are unused."""
 
 
 @dataclass(frozen=True)
@@ -360,9 +363,15 @@ class GenerationConfig:
         if section.init_member >= 0:
             return str(self.init_path(network_key(self, phase, member)))
         if section.init_from.startswith(NETWORK):
-            source_phase, source_member = self.network_of(section.init_from.removeprefix(NETWORK))
-            return str(self.phase_training(source_phase, source_member).run_dir / "final.pt")
+            return str(self.network_file(*self.network_of(section.init_from.removeprefix(NETWORK))))
         return section.init_from
+
+    def network_file(self, phase: str, member: int) -> Path:
+        """The checkpoint holding a network once the plan has made it: its training's final model, or its
+        start for a network kept untrained (``train = false``)."""
+        if not self.phases[phase][member].train:
+            return Path(self.start(phase, member))
+        return self.phase_training(phase, member).run_dir / "final.pt"
 
     def network_of(self, key: str) -> tuple[str, int]:
         """``(phase, member)`` of network ``key``; a ValueError naming the plan's networks."""
@@ -495,7 +504,9 @@ def _check_references(plan: GenerationConfig) -> None:
     plan.derived_datasets()  # every source made before it is read
     for phase, member, key in plan.networks():
         section = plan.phases[phase][member]
-        if not section.datasets:
+        if not section.train and not section.init_from:
+            raise ValueError(f"[phases.{key}] train = false keeps its start: give init_from")
+        if section.train and not section.datasets:
             raise ValueError(f"[phases.{key}] datasets: name at least one dataset")
         for reference in section.datasets:
             _check_dataset_reference(f"[phases.{key}] datasets", reference, names)
@@ -510,7 +521,8 @@ def _check_references(plan: GenerationConfig) -> None:
                                  f"this one ({', '.join(earlier) or 'none'})")
             if section.init_member >= 0:
                 raise ValueError(f"[phases.{key}] init_member: a network of this plan is a single network")
-        phase_training_config(plan, phase, member)  # the training config's own checks, now
+        if section.train:
+            phase_training_config(plan, phase, member)  # the training config's own checks, now
     for reference in plan.pruning.positions:
         _check_dataset_reference("[pruning] positions", reference, names)
     for phase, members in plan.phases.items():

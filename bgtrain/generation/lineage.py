@@ -10,7 +10,7 @@ from typing import Any
 
 from bgtrain.files import atomic_write
 from bgtrain.generation.config import GenerationConfig, dataset_reference
-from bgtrain.generation.stages import Stage, bench_json, benchmark_json, model_path, run_directory
+from bgtrain.generation.stages import Stage, bench_json, benchmark_json, model_path
 from bgtrain.generation.state import file_sha256
 from bgtrain.training.run_directory import code_version
 
@@ -37,17 +37,23 @@ def _network(plan: GenerationConfig, phase: str, member: int, key: str,
     from bgtrain.model.checkpoint import load_checkpoint
 
     section = plan.phases[phase][member]
-    final = run_directory(plan, phase, member) / "final.pt"
+    final = plan.network_file(phase, member)
     payload = load_checkpoint(final)
     train, init = records.get(f"train:{key}", {}), records.get(f"init:{key}")
+    init_from = (f"{section.init_from}: member {section.init_member} of its {phase} networks"
+                 if section.init_member >= 0 else section.init_from or "scratch")
+    if not section.train:
+        return {"phase": phase, "trained": False, "init_from": init_from, "start": plan.start(phase, member),
+                "init_commands": init["commands"] if init else [], "model": payload.get("model"),
+                "sha256": file_sha256(final)}
     counters, strength = payload.get("counters", {}), payload.get("strength", {})
     return {
         "phase": phase,
         "config": str(plan.generation.home / "configs" / f"{key}.toml"),
         "resolved_config": payload.get("config"),  # as the checkpoint stores it: the lineage needs no run directory
         "commands": train.get("commands", []),
-        "init_from": (f"{section.init_from}: member {section.init_member} of its {phase} networks"
-                      if section.init_member >= 0 else section.init_from or "scratch"),
+        "trained": True,
+        "init_from": init_from,
         "start": plan.start(phase, member),
         "init_commands": init["commands"] if init else [],
         "model": payload.get("model"),

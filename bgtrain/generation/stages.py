@@ -115,7 +115,8 @@ def plan_stages(plan: GenerationConfig, options: RunOptions) -> list[Stage]:
     networks = plan.networks()
     stages += [_init_stage(plan, phase, member, key) for phase, member, key in networks
                if plan.phases[phase][member].init_member >= 0]
-    stages += [_train_stage(plan, phase, member, key, threads) for phase, member, key in networks]
+    stages += [_train_stage(plan, phase, member, key, threads) for phase, member, key in networks
+               if plan.phases[phase][member].train]
     stages.append(_combine_stage(plan))
     if plan.pruning.enabled:
         stages.append(_prune_stage(plan, threads))
@@ -134,10 +135,6 @@ def model_path(plan: GenerationConfig) -> Path:
     """The generation's model inside its directory, the one benchmarked, benched and shipped to
     ``[generation] model``: the phase model, with its pruning networks where the plan has ``[pruning]``."""
     return plan.generation.home / "model-pruned.pt" if plan.pruning.enabled else phase_model_path(plan)
-
-
-def run_directory(plan: GenerationConfig, phase: str, member: int = 0) -> Path:
-    return plan.phase_training(phase, member).run_dir
 
 
 def bench_json(plan: GenerationConfig, entry: HeadToHeadSection) -> Path:
@@ -241,7 +238,7 @@ def _combine_stage(plan: GenerationConfig) -> Stage:
     # A phase's checkpoint, or the list of its ensemble's (combine_checkpoints takes either).
     finals: list[str | list[str]] = []
     for phase in PHASE_NAMES:
-        paths = [str(run_directory(plan, phase, member) / "final.pt")
+        paths = [str(plan.network_file(phase, member))
                  for member, section in enumerate(plan.phases[phase]) if section.in_model]
         finals.append(paths[0] if len(paths) == 1 else paths)
     out = phase_model_path(plan)
