@@ -2,11 +2,12 @@
 (``bgtrain eval``, ``rollout``, ``play``, ``export``, and the ``shipped`` agent of ``bench`` and
 ``league``) plays with when it is given ``--variant`` and no model of its own.
 
-Standard backgammon's is ``bgtrain-two-teachers.pt``: generation 8 (``bgtrain-supervised.pt``, three networks a
+Standard backgammon's is ``bgtrain-gen9.pt``: generation 8 (``bgtrain-supervised.pt``, three networks a
 phase) distilled into one network a phase (``bgtrain-distilled.pt``, about three times faster), re-distilled
-from its own 1-ply and one step of expert iteration further (``bgtrain-iterated.pt``), then taught by two
-teachers at once, its own 1-ply and GNU Backgammon's (ahead of ``bgtrain-iterated.pt`` in games, at its
-speed); each other variant's
+from its own 1-ply and one step of expert iteration further (``bgtrain-iterated.pt``), taught by two
+teachers at once, its own 1-ply and GNU Backgammon's (``bgtrain-two-teachers.pt``), three more such steps
+(the last with a loss on the differences between a roll's plays), then by its own 2-ply (ahead of
+``bgtrain-two-teachers.pt`` in games, at its speed); each other variant's
 is the TD self-play model ``bgtrain-<variant>.pt`` that ``configs/<variant>.toml`` trains (lineage and
 measured strength in ``checkpoints/README.md``).
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from engine.variants import get_rules
 
 CHECKPOINTS = Path("checkpoints")
-STANDARD_MODEL = CHECKPOINTS / "bgtrain-two-teachers.pt"
+STANDARD_MODEL = CHECKPOINTS / "bgtrain-gen9.pt"
 # The variants with a model of their own; acey-deucey-single (the other reading of acey-deucey's pay) has none.
 SHIPPED_VARIANTS = ("backgammon", "nackgammon", "hypergammon", "hypergammon2", "hypergammon1", "dutch", "acey-deucey",
                     "play-to-lose")
