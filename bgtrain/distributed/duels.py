@@ -24,7 +24,7 @@ import torch
 from bgtrain.arena.duel import DuelResult, summarise
 from bgtrain.arena.league import LeagueResult, fit_ratings
 from bgtrain.distributed.executor import Executor, InProcessExecutor, Shared, WorkUnit, run_tasks
-from bgtrain.distributed.shards import ShardStore
+from bgtrain.distributed.shards import JOB_FILE, ShardStore, read_job
 from bgtrain.distributed.work import DUEL_CHUNK, agent_recipe, duel_context, play_chunk
 from engine.variants import get_rules
 
@@ -199,3 +199,48 @@ def _duel_with_history(names, games, seed, variant, executor, chunk_pairs, work_
         for _, task in _tasks([(0, 1)], chunk_bounds(games, chunk_pairs), seed, [seed, seed + 1])
     ]
     return _combine(names[0], names[1], results)
+
+
+def _agent_identity(spec: str) -> str:
+    """What an agent spec plays: a checkpoint by its bytes (the same model under two paths is one agent)
+    with the rest of the spec (``:1ply``), any other spec as it is written."""
+    from bgtrain.generation.state import file_sha256
+
+    path, colon, rest = spec.partition(":")
+    return f"sha256:{file_sha256(path)}{colon}{rest}" if Path(path).is_file() else spec
+
+
+def pool_duel_work_directories(directories: list[str | Path]) -> tuple[DuelResult, list[DuelResult]]:
+    """Several finished duels of the same two agents on different dice (``bgtrain bench --work-dir``) as
+    one result over all their pairs, with each duel's own: the pooled interval is over every pair mean,
+    as one duel of all those games would give. Refused, with a ValueError naming the directory: a
+    directory that holds no finished duel, other agents or rules (a checkpoint counts as the same agent
+    under another path when its bytes are the same), or the same dice twice (the same seed: those games
+    would count twice)."""
+    if not directories:
+        raise ValueError("give at least one work directory")
+    duels, every_chunk, seeds = [], [], {}
+    agents = variant = None
+    for directory in directories:
+        job = read_job(directory)
+        if job.get("kind") != "duel":
+            raise ValueError(f"{directory}: its {JOB_FILE} describes a {job.get('kind')!r} job, not a duel of two agents")
+        if agents is None:
+            agents, variant = job["agents"], job["variant"]
+        elif [_agent_identity(a) for a in job["agents"]] != [_agent_identity(a) for a in agents] or job["variant"] != variant:
+            raise ValueError(f"{directory}: {' vs '.join(job['agents'])} ({job['variant']}), where the first "
+                             f"directory holds {' vs '.join(agents)} ({variant})")
+        if job["seed"] in seeds:
+            raise ValueError(f"{directory} and {seeds[job['seed']]} played the same dice (seed {job['seed']}): "
+                             "pooled, those games would count twice")
+        seeds[job["seed"]] = directory
+        store = ShardStore(directory, job)
+        chunks = len(chunk_bounds(job["games"], job["chunk_pairs"]))
+        missing = sorted(set(range(chunks)) - store.done())
+        if missing:
+            raise ValueError(f"{directory}: {chunks - len(missing)} of its {chunks} chunks are played; run its "
+                             "bench command again to finish it")
+        results = [store.read(index) for index in range(chunks)]
+        duels.append(_combine(agents[0], agents[1], results))
+        every_chunk += results
+    return _combine(agents[0], agents[1], every_chunk), duels

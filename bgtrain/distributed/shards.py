@@ -20,6 +20,17 @@ from bgtrain.files import atomic_write
 JOB_FILE = "job.json"
 
 
+def read_job(directory: str | Path) -> dict:
+    """The job a work directory holds (its ``job.json``); a ValueError where there is none."""
+    path = Path(directory) / JOB_FILE
+    if not path.is_file():
+        raise ValueError(f"{directory}: no {JOB_FILE}: not a bgtrain work directory")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise ValueError(f"{path} is not readable JSON: not a bgtrain work directory") from None
+
+
 class ShardStore:
     """The shards of one job in ``directory``; ``job`` (plain JSON data) describes the job."""
 
@@ -31,10 +42,7 @@ class ShardStore:
         described = json.loads(json.dumps(job))  # the form it has once read back
         path = self.directory / JOB_FILE
         if path.exists():
-            try:
-                stored = json.loads(path.read_text())
-            except json.JSONDecodeError:
-                raise ValueError(f"{path} is not readable JSON: not a bgtrain work directory") from None
+            stored = read_job(self.directory)
             if stored != described:
                 changed = sorted(key for key in set(stored) | set(described) if stored.get(key) != described.get(key))
                 raise ValueError(f"work directory {self.directory} holds another job (different {', '.join(changed)}): "
