@@ -15,6 +15,7 @@ the missing chunks.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -204,10 +205,10 @@ def _duel_with_history(names, games, seed, variant, executor, chunk_pairs, work_
 def _agent_identity(spec: str) -> str:
     """What an agent spec plays: a checkpoint by its bytes (the same model under two paths is one agent)
     with the rest of the spec (``:1ply``), any other spec as it is written."""
-    from bgtrain.generation.state import file_sha256
-
     path, colon, rest = spec.partition(":")
-    return f"sha256:{file_sha256(path)}{colon}{rest}" if Path(path).is_file() else spec
+    if not Path(path).is_file():
+        return spec
+    return f"sha256:{hashlib.sha256(Path(path).read_bytes()).hexdigest()}{colon}{rest}"
 
 
 def pool_duel_work_directories(directories: list[str | Path]) -> tuple[DuelResult, list[DuelResult]]:
@@ -236,9 +237,9 @@ def pool_duel_work_directories(directories: list[str | Path]) -> tuple[DuelResul
         seeds[job["seed"]] = directory
         store = ShardStore(directory, job)
         chunks = len(chunk_bounds(job["games"], job["chunk_pairs"]))
-        missing = sorted(set(range(chunks)) - store.done())
-        if missing:
-            raise ValueError(f"{directory}: {chunks - len(missing)} of its {chunks} chunks are played; run its "
+        played = len(set(range(chunks)) & store.done())
+        if played < chunks:
+            raise ValueError(f"{directory}: {played} of its {chunks} chunks are played; run its "
                              "bench command again to finish it")
         results = [store.read(index) for index in range(chunks)]
         duels.append(_combine(agents[0], agents[1], results))
