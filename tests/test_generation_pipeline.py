@@ -362,13 +362,19 @@ def test_a_damaged_state_file_is_refused_in_one_line(tmp_path):
     assert "\n" not in str(refused.value)
 
 
+def _networks_only(generation, tmp_path):
+    """A tiny plan with no dataset, benchmark or bench stage, and the finished generation's datasets
+    folder, whose datasets its networks name by path."""
+    _plan, finished, *_ = generation
+    data = tiny_data(tmp_path / "gen")
+    data.update(datasets=[], relabel=[], select=[], head_to_head=[], benchmark={"enabled": False}, pruning={})
+    return data, finished / "datasets"
+
+
 def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
     """[[phases.crashed]] twice: two trainings, one started from the plan's contact network, one from a
     member of a phase model, combined into the phase's ensemble (on the finished generation's datasets, named by path: no dataset stage)."""
-    _plan, finished, *_ = generation
-    data = tiny_data(tmp_path / "gen")
-    datasets = finished / "datasets"
-    data.update(datasets=[], relabel=[], select=[], head_to_head=[], benchmark={"enabled": False}, pruning={})
+    data, datasets = _networks_only(generation, tmp_path)
     data["phases"]["contact"]["datasets"] = [str(datasets / "selfplay-s1")]
     data["phases"]["race"]["datasets"] = [str(datasets / "relabelled-s1")]
     crashed = {**data["phases"]["crashed"], "datasets": [str(datasets / "relabelled-s1")],
@@ -392,10 +398,7 @@ def test_a_phase_of_several_networks_is_an_ensemble(generation, tmp_path):
 def test_a_phase_kept_untrained_is_its_starts_network_in_the_model(generation, tmp_path):
     """train = false: the race network is the distilled model's, as it is (no training, no datasets), while
     the contact and crashed ones are trained; the lineage says which."""
-    _plan, finished, *_ = generation
-    data = tiny_data(tmp_path / "gen")
-    datasets = finished / "datasets"
-    data.update(datasets=[], relabel=[], select=[], head_to_head=[], benchmark={"enabled": False}, pruning={})
+    data, datasets = _networks_only(generation, tmp_path)
     data["phases"]["contact"]["datasets"] = [str(datasets / "selfplay-s1")]
     data["phases"]["crashed"]["datasets"] = [str(datasets / "relabelled-s1")]
     source = "checkpoints/bgtrain-distilled.pt"
