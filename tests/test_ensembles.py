@@ -104,3 +104,35 @@ def test_onnx_export_averages_like_the_model(tmp_path):
                                    atol=1e-5, rtol=0)
     with pytest.raises(ValueError, match="an ensemble has no single encoded input"):
         export_model(EnsembleNetwork(nets), {}, tmp_path / "bare.onnx", "onnx", bare=True)
+
+
+def test_the_weight_average_of_networks_of_one_shape(tmp_path, capsys):
+    from bgtrain.cli import main
+
+    torch.manual_seed(5)
+    nets = [ValueNetwork("tesauro198", (8,)).eval() for _ in range(3)]
+    paths = [str(save(net, tmp_path / f"step{index}.pt")) for index, net in enumerate(nets)]
+    out = str(tmp_path / "averaged.pt")
+    assert main(["combine", "--contact", *paths, "--crashed", *paths[:2], "--race", paths[2], "--average",
+                 "--out", out]) == 0
+    assert "tesauro198 8 (mean of 3)" in capsys.readouterr().out
+    loaded = load_model(out)
+    model, payload = loaded.model, loaded.payload
+    # One network a phase, each parameter the members' mean; the race phase, given one, is that one.
+    assert payload["averaged"] == ["contact", "crashed"] and payload["sources"]["contact"] == paths
+    assert payload["model"]["phases"]["contact"] == nets[0].model_args()
+    for phase, members in (("contact", nets), ("crashed", nets[:2]), ("race", nets[2:])):
+        for key, value in model.phases[phase].state_dict().items():
+            torch.testing.assert_close(value, sum(net.state_dict()[key] for net in members) / len(members))
+    # Not the ensemble: the mean of the weights evaluates otherwise than the mean of the outputs.
+    board = boards()
+    assert not torch.allclose(model.phases["contact"].evaluate(board), EnsembleNetwork(nets).evaluate(board))
+    # A network averaged with copies of itself is itself (to the rounding of (w + w + w) / 3).
+    same = combine_checkpoints([paths[0]] * 3, paths[0], paths[0], tmp_path / "same.pt", average=True)
+    torch.testing.assert_close(load_model(same).model.evaluate(board), nets[0].evaluate(board), atol=1e-6, rtol=0)
+    # Networks of other shapes cannot be averaged: a one-line error naming both.
+    other = str(save(ValueNetwork("tesauro198", (16,)), tmp_path / "wider.pt"))
+    assert main(["combine", "--contact", paths[0], other, "--crashed", paths[0], "--race", paths[0], "--average",
+                 "--out", str(tmp_path / "mixed.pt")]) == 2
+    error = capsys.readouterr().err
+    assert f"{other}:" in error and "cannot be averaged" in error and error.count("\n") == 1

@@ -2,7 +2,10 @@
 
 Three checkpoints of single networks (for example three supervised runs, each with ``[supervised]
 kinds`` set to one phase) become one ``PhaseNetwork`` checkpoint; a list of checkpoints for a phase
-becomes that phase's ``EnsembleNetwork``. A phase model given for a phase gives its own network of that
+becomes that phase's ``EnsembleNetwork``, or with ``average`` one network whose weights are the mean of
+theirs (a weight average: networks of one shape fine-tuned from one start, such as successive steps of a
+generation, lie in one basin, where their mean evaluates like a blend of them at one network's cost; the
+means of unrelated networks are noise, which the shapes alone cannot tell). A phase model given for a phase gives its own network of that
 phase, so a model is rebuilt with one phase replaced (``bgtrain combine --race NEW.pt --contact OLD.pt
 --crashed OLD.pt``) without writing its other networks out first. Pruning networks
 (``bgtrain.model.pruning``) are not carried over: they were fitted to another model's outputs
@@ -11,6 +14,7 @@ phase, so a model is rebuilt with one phase replaced (``bgtrain combine --race N
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from bgtrain.model.checkpoint import checkpoint_payload, save_checkpoint
@@ -42,10 +46,24 @@ def _phase_network(source: str | Path, phase: str):
     return network.phases[phase], counters, payload
 
 
-def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path: str | Path) -> Path:
+def average_networks(networks: list, names: list[str]):
+    """One network of the shape all ``networks`` share whose every parameter is the mean of theirs (summed
+    in the order given, then divided: the same list gives the same bytes)."""
+    shapes = [network.model_args() for network in networks]
+    for name, shape in zip(names[1:], shapes[1:]):
+        if shape != shapes[0]:
+            raise ValueError(f"{name}: {shape} cannot be averaged with {names[0]}: {shapes[0]} (one shape needed)")
+    states = [network.state_dict() for network in networks]
+    mean = copy.deepcopy(networks[0])
+    mean.load_state_dict({key: sum(state[key] for state in states) / len(states) for key in states[0]})
+    return mean
+
+
+def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path: str | Path,
+                        average: bool = False) -> Path:
     """Write a phase model checkpoint at ``path`` from checkpoints: for each phase one (a single network,
     or a phase model whose network of that phase is taken) or a list of single networks, which become
-    its ``EnsembleNetwork``."""
+    its ``EnsembleNetwork``, or with ``average`` one network of their mean weights (``average_networks``)."""
     networks, counters_of, payloads, sources = {}, {}, [], {}
     for name, given in zip(PHASE_NAMES, (contact, crashed, race)):
         sources[name] = [str(given)] if isinstance(given, (str, Path)) else [str(source) for source in given]
@@ -57,7 +75,10 @@ def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path:
             members.append(network)
             counters.append(network_counters)
             payloads.append(payload)
-        networks[name] = members[0] if len(members) == 1 else EnsembleNetwork(members)
+        if len(members) == 1:
+            networks[name] = members[0]
+        else:
+            networks[name] = average_networks(members, sources[name]) if average else EnsembleNetwork(members)
         # A phase model's ensemble phase brings its members' counters as a list already.
         counters_of[name] = _one_or_list(counters)
     model = PhaseNetwork(networks)
@@ -74,4 +95,6 @@ def combine_checkpoints(contact: Sources, crashed: Sources, race: Sources, path:
     payload = checkpoint_payload(model, payloads[0]["config"], rules.pop(), total)
     payload["phase_counters"] = counters_of
     payload["sources"] = {name: _one_or_list(sources[name]) for name in PHASE_NAMES}
+    if average:
+        payload["averaged"] = [name for name in PHASE_NAMES if len(sources[name]) > 1]
     return save_checkpoint(path, payload)
