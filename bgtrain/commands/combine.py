@@ -6,10 +6,11 @@ a phase model.
 
 A phase model given for a phase gives its network of that phase, so a model with one phase retrained is
 ``--contact OLD.pt --crashed OLD.pt --race runs/race/final.pt``. Several checkpoints for a phase become an
-ensemble there (their outputs averaged, at the cost of all of them), or with ``--average`` one network whose
-weights are the mean of theirs (one network's cost; for networks of one shape fine-tuned from one start,
-such as a generation's successive steps: generation 9's attempt 21 averaged attempts 18, 19 and 20 so). The new file records each phase's source and training counters
-(``bgtrain.model.combine``); pruning networks are not carried over (``bgtrain prune`` fits new ones).
+ensemble there (their outputs averaged, at the cost of all of them), or with ``--average`` one network
+whose weights are the mean of theirs (one network's cost; for networks of one shape fine-tuned from one
+start, such as a generation's successive steps: generation 9's attempt 21 averaged attempts 18, 19 and 20
+so). The new file records each phase's source and training counters (``bgtrain.model.combine``); pruning
+networks are not carried over (``bgtrain prune`` fits new ones).
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ kinds`` set to one phase) become one ``PhaseNetwork`` checkpoint; a list of chec
 becomes that phase's ``EnsembleNetwork``, or with ``average`` one network whose weights are the mean of
 theirs (a weight average: networks of one shape fine-tuned from one start, such as successive steps of a
 generation, lie in one basin, where their mean evaluates like a blend of them at one network's cost; the
-means of unrelated networks are noise, which the shapes alone cannot tell). A phase model given for a phase gives its own network of that
-phase, so a model is rebuilt with one phase replaced (``bgtrain combine --race NEW.pt --contact OLD.pt
---crashed OLD.pt``) without writing its other networks out first. Pruning networks
-(``bgtrain.model.pruning``) are not carried over: they were fitted to another model's outputs
-(``bgtrain prune`` fits new ones).
+means of unrelated networks are noise, which the shapes alone cannot tell). A phase model given for a
+phase gives its own network of that phase, so a model is rebuilt with one phase replaced (``bgtrain
+combine --race NEW.pt --contact OLD.pt --crashed OLD.pt``) without writing its other networks out first.
+Pruning networks (``bgtrain.model.pruning``) are not carried over: they were fitted to another model's
+outputs (``bgtrain prune`` fits new ones).
 """
 
 from __future__ import annotations
