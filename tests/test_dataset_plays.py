@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import compile_mode, tiny_dataset, tiny_evaluator
+from helpers import compile_mode, tiny_checkpoint, tiny_dataset, tiny_evaluator
 
 from bgtrain.cli import main
 from bgtrain.datasets import PlyLabeller, load_datasets, read_manifest
@@ -42,16 +42,22 @@ def source(tmp_path_factory, teacher):
     return directory
 
 
-def reference_plays(position: torch.Tensor, dice: tuple[int, int], teacher: Evaluator, top: int) -> set[tuple]:
-    """The ``top`` best plays of one position by the teacher's 0-ply, each valued alone, as the next side
-    sees the position after it (games that the play ends left out)."""
+def reference_ranking(position: torch.Tensor, dice: tuple[int, int], teacher: Evaluator) -> list[tuple]:
+    """``(equity, row, board)`` of each play of one position by the teacher's 0-ply, each valued alone,
+    best first (ties in generation order)."""
     afterstates = legal_afterstates(position[None], torch.tensor([dice]), teacher.rules)
     valued = []
     for row in range(int(afterstates.counts[0])):
         board = afterstates.boards[row : row + 1]
         equity = float(cubeless_equity(teacher.afterstate_probabilities(board, 0))[0])
         valued.append((equity, row, board))
-    valued.sort(key=lambda item: (-item[0], item[1]))  # best first, ties in generation order
+    return sorted(valued, key=lambda item: (-item[0], item[1]))
+
+
+def reference_plays(position: torch.Tensor, dice: tuple[int, int], teacher: Evaluator, top: int) -> set[tuple]:
+    """The ``top`` best plays of one position by the teacher's 0-ply, as the next side sees the position
+    after it (games that the play ends left out)."""
+    valued = reference_ranking(position, dice, teacher)
     return {tuple(flip_board(board)[0].tolist()) for _, _, board in valued[:top] if not bool(mover_finished(board)[0])}
 
 
@@ -118,3 +124,41 @@ def test_cli_plays(tmp_path, capsys, source):
                                                                          "model": "checkpoints/bgtrain-default.pt"}
     assert main(["dataset", "plays", str(source), "--out", str(tmp_path / "x"), "--top", "0"]) == 2
     assert "top must be an integer >= 1" in capsys.readouterr().err
+
+
+
+def test_a_rival_keeps_only_the_rolls_where_it_plays_otherwise_with_its_play_among_them(source, teacher):
+    from bgtrain.arena.agents import PubevalAgent
+    from bgtrain.datasets.plays import rival_choices
+
+    positions = load_datasets([source]).positions
+    kept, groups = plays_of(positions, teacher, PlaySelection(top=2, others=0, rival="pubeval"), seed=11)
+    dice = torch.randint(1, 7, (positions.shape[0], 2), generator=torch.Generator().manual_seed(11))
+    rival, parted = PubevalAgent(teacher.rules), 0
+    for index in range(positions.shape[0]):  # one position at a time: the rival's play and the teacher's best
+        position, roll = positions[index][None], torch.tensor([dice[index].tolist()])
+        afterstates = legal_afterstates(position, roll, teacher.rules)
+        best = reference_ranking(positions[index], tuple(roll[0].tolist()), teacher)[0][1]
+        chosen = int(rival_choices(rival, position, roll, afterstates)[0])
+        expected = set()
+        if chosen != best:
+            parted += 1
+            expected = reference_plays(positions[index], tuple(roll[0].tolist()), teacher, 2)
+            play = afterstates.boards[chosen : chosen + 1]
+            if not bool(mover_finished(play)[0]):
+                expected.add(tuple(flip_board(play)[0].tolist()))
+        assert sorted(map(tuple, kept[groups == index].tolist())) == sorted(expected), index
+    assert 0 < parted < positions.shape[0]  # where the two always or never parted, this would prove nothing
+
+
+def test_plays_with_a_rival_from_the_command_line(tmp_path, source):
+    model = tiny_checkpoint(tmp_path / "model.pt")
+    out = tmp_path / "parted"
+    assert main(["dataset", "plays", str(source), "--out", str(out), "--model", str(model), "--top", "2",
+                 "--others", "0", "--rival", "pubeval", "--no-progress"]) == 0
+    data = load_datasets([out])
+    assert read_manifest(out)["plays"]["rival"] == "pubeval" and 0 < len(data)
+    assert int(torch.unique(data.groups, return_counts=True)[1].min()) >= 1
+    assert int(torch.unique(data.groups, return_counts=True)[1].max()) >= 2  # the best and the rival's
+    with pytest.raises(ValueError, match="rival must name an agent"):
+        PlaySelection(rival=" ")

@@ -337,6 +337,14 @@ def test_a_plays_dataset_runs_bgtrain_dataset_plays(tmp_path):
     assert stage.commands == (["bgtrain", *expected],)
     stage.execute(context, False)
     assert recorder.commands == [expected]
+    digest = plan.digest
+    data["plays"][0]["rival"] = "gnubg:0ply"
+    rival = plan_from_dict(data)
+    words = {stage.name: stage for stage in plan_stages(rival, RunOptions())}["plays:plays-s1"].commands[0]
+    assert words[-3:] == ["--rival", "gnubg:0ply", "--no-progress"]
+    assert rival.digest != digest  # a plan without a rival keeps the digest it had before rivals existed
+    assert "rival" not in plan.to_dict()["plays"][0] and rival.to_dict()["plays"][0]["rival"] == "gnubg:0ply"
+    del data["plays"][0]["rival"]
     data["plays"][0]["source"] = "plays-s1"
     with pytest.raises(ValueError, match="no dataset given before it"):
         plan_from_dict(data)

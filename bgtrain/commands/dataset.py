@@ -8,7 +8,7 @@
     bgtrain dataset relabel SOURCE --out DIR [--model M] [--labeller ply:1] [--kinds crashed]
                             [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset plays SOURCE --out DIR [--model M] [--labeller ply:0] [--top 6] [--others 3] [--seed K]
-                          [--executor process|ray [--address A] [--workers N]]
+                          [--rival gnubg:0ply] [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset select SOURCE --out PREFIX [--against DIR] [--threshold 0.03] [--keep 0.15] [--parts 2]
                            [--shard-size 5000] [--seed K]
     bgtrain dataset info DIR [--json]
@@ -33,6 +33,8 @@ positions already found. It resumes after a kill the same way.
 ``plays`` takes, for each position of SOURCE, a roll and the positions after its ``--top`` best plays by
 the model's 0-ply and about ``--others`` more of the rest (``bgtrain.datasets.plays``), and labels them:
 what a student needs to rank plays as its teacher does (a distillation's positions). It resumes the same way.
+With ``--rival AGENT`` only the rolls where AGENT plays otherwise than the model's 0-ply are kept, the
+rival's play among their plays: deep labels where two players part.
 
 ``select`` takes the positions of a dataset labelled at 1-ply (or deeper) where its label and its model's
 0-ply differ by more than ``--threshold`` in cubeless equity, and ``--keep`` of the others, and writes them
@@ -95,6 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          f"model that ranks the plays and labels (default {DEFAULT_TEACHER})", "ply:0")
     plays.add_argument("--top", type=int, default=6, help="best plays kept per position (by the model's 0-ply)")
     plays.add_argument("--others", type=float, default=3.0, help="about this many of the other plays kept, drawn")
+    plays.add_argument("--rival", metavar="AGENT", default=None,
+                       help="keep only the move choices where this agent (e.g. gnubg:0ply) plays otherwise than "
+                            "the model's 0-ply, with the agent's play among the kept ones")
     add_seed(plays)
     add_executor_arguments(plays, work_dir=False)
     select = actions.add_parser("select", help="the positions where a dataset's label and its 0-ply disagree")
@@ -172,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         from bgtrain.datasets.relabel import relabel_dataset
 
         kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip())
-        plays = PlaySelection(args.top, args.others, args.seed) if args.action == "plays" else None
+        plays = PlaySelection(args.top, args.others, args.seed, args.rival) if args.action == "plays" else None
         rules = read_manifest(args.source)["rules"]  # a missing or foreign source: its error before the model loads
         labeller = labeller_from_spec(args.labeller, args.model, args.device)
         if isinstance(labeller, GnubgLabeller) and plays is not None:

@@ -15,6 +15,11 @@ group are plays of one move choice (what a student's ranking loss compares, ``si
 ``bgtrain.training.supervised``). A play after which the mover rolls again (acey-deucey) is seen by
 the mover, not the next side, so it joins no group (-1): a group's equities share one point of view.
 
+With a ``rival`` (an agent spec, ``bgtrain.arena.specs``: ``gnubg:0ply`` say), only the move choices
+where the rival's play differs from the teacher's 0-ply best are kept, and the rival's play joins the
+kept plays: labels spent where the two players part, the only decisions that decide their games against
+each other (about a fifth of the contact choices between ``bgtrain-gen9.pt`` and GNU Backgammon 0-ply).
+
 ``bgtrain dataset plays SOURCE --out DIR`` writes them as a dataset (``bgtrain.datasets.relabel``,
 shard k from source shard k), labelled by any labeller: 0-ply for a distillation, a deeper search
 for the next generation. The dice of shard k come from ``shard_seed(seed, k)``, so a shard is a
@@ -24,15 +29,19 @@ function of its source shard and the settings, and a killed run resumes as relab
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import torch
 
+from bgtrain.arena.agents import Agent
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.evaluator import Evaluator
 from engine.board import flip_board
-from engine.movegen import legal_afterstates, rank_per_position
+from engine.movegen import Afterstates, legal_afterstates, rank_per_position
 from engine.position_facts import mover_finished
+from engine.rules import Rules
+from engine.state import State
 
 PLAY_CHUNK = 4096  # source positions whose plays are generated and valued at once
 
@@ -45,15 +54,40 @@ class PlaySelection:
     top: int = 6
     others: float = 3.0
     seed: int = 1
+    rival: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 1:
             raise ValueError(f"plays: top must be an integer >= 1, not {self.top!r}")
         if not 0 <= self.others:
             raise ValueError(f"plays: others must be >= 0, not {self.others!r}")
+        if self.rival is not None and not self.rival.strip():
+            raise ValueError("plays: rival must name an agent (e.g. gnubg:0ply), not an empty string")
 
     def describe(self) -> dict[str, Any]:
-        return {"top": self.top, "others": self.others, "seed": self.seed}
+        described = {"top": self.top, "others": self.others, "seed": self.seed}
+        if self.rival is not None:  # a manifest without a rival reads as it did before rivals existed
+            described["rival"] = self.rival
+        return described
+
+
+@lru_cache(maxsize=4)
+def rival_agent(spec: str, rules: Rules) -> Agent:
+    """The agent ``spec`` names, made once a process (a model or GNU Backgammon's bindings load once)."""
+    from bgtrain.arena.specs import make_agent
+
+    return make_agent(spec, rules)
+
+
+def rival_choices(agent: Agent, positions: torch.Tensor, dice: torch.Tensor, afterstates: Afterstates) -> torch.Tensor:
+    """The play ``agent`` chooses in each position with its roll: ``int64[N]`` indices within each
+    position's afterstates (as ``Agent.choose`` returns them)."""
+    count = positions.shape[0]
+    ordered = torch.stack([dice.max(1).values, dice.min(1).values], 1).to(torch.int8)  # State: larger die first
+    state = State(board=positions, dice=ordered, seat=torch.zeros(count, dtype=torch.int8),
+                  turn=torch.ones(count, dtype=torch.int32), game_over=torch.zeros(count, dtype=torch.bool),
+                  result=torch.zeros(count, dtype=torch.int8))
+    return agent.choose(state, afterstates).to(torch.int64)
 
 
 def plays_of(positions: torch.Tensor, evaluator: Evaluator, selection: PlaySelection,
@@ -72,7 +106,14 @@ def plays_of(positions: torch.Tensor, evaluator: Evaluator, selection: PlaySelec
         rank = rank_per_position(equity, afterstates)
         rest = (afterstates.counts[afterstates.position] - selection.top).clamp(min=1)
         drawn = torch.rand(equity.shape[0], generator=generator) < selection.others / rest
-        keep = ((rank < selection.top) | drawn) & ~mover_finished(afterstates.boards)
+        keep = (rank < selection.top) | drawn
+        if selection.rival is not None:
+            chosen = afterstates.offsets + rival_choices(rival_agent(selection.rival, rules), chunk, dice, afterstates)
+            best = torch.empty_like(chosen)
+            best[afterstates.position[rank == 0]] = (rank == 0).nonzero(as_tuple=True)[0]
+            keep[chosen] = True
+            keep &= (chosen != best)[afterstates.position]
+        keep &= ~mover_finished(afterstates.boards)
         boards = afterstates.boards
         following = torch.where(afterstates.extra_roll[:, None], boards, flip_board(boards))
         if evaluator.bearoff is not None:

@@ -185,6 +185,8 @@ class PlaysSection:
     top: int = 6
     others: float = 3.0
     seed: int = 1
+    rival: str = ""
+    """An agent (``gnubg:0ply``, a model): keep only the rolls where it plays otherwise than the model."""
 
     def __post_init__(self) -> None:
         _derived("plays", self.name, self.source, "the dataset whose positions are used")
@@ -386,6 +388,9 @@ class GenerationConfig:
             del data["select"]  # a plan without selections keeps the digest it had before [[select]] existed
         if not self.pruning.enabled:
             del data["pruning"]  # likewise a plan without pruning networks, before [pruning] existed
+        for entry in data["plays"]:
+            if not entry["rival"]:
+                del entry["rival"]  # and plays without a rival, before rivals existed
         return data
 
     @property

@@ -195,7 +195,7 @@ def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words, op
     words = ["dataset", "plays", str(plan.dataset_path(entry.source)), "--out", str(out),
              "--model", entry.model or plan.generation.labelling_model, "--labeller", entry.labeller,
              "--top", str(entry.top), "--others", str(entry.others), "--seed", str(entry.seed),
-             *threads, "--no-progress"]
+             *(["--rival", entry.rival] if entry.rival else []), *threads, "--no-progress"]
     return Stage(f"plays:{entry.name}", (bgtrain_words(words),), (out,),
                  lambda context, resuming: context.run(words + list(options.executor)))
 
