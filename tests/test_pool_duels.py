@@ -107,3 +107,48 @@ def test_the_script_prints_each_duel_and_the_pool_and_refuses_in_one_line(benche
     assert script.main([str(benches[4][0]), str(benches[4][0])]) == 2
     error = capsys.readouterr().err
     assert error.startswith("pool_duels: ") and error.count("\n") == 1 and "Traceback" not in error
+
+
+@pytest.fixture(scope="module")
+def heuristic_benches(tmp_path_factory):
+    """The heuristic agent against random on the dice of ``benches`` (seeds 4 and 5)."""
+    root = tmp_path_factory.mktemp("heuristic")
+    for seed in (4, 5):
+        assert main(["bench", "heuristic", "random", "--games", "60", "--batch-pairs", "7", "--seed", str(seed),
+                     "--threads", "1", "--work-dir", str(root / f"seed{seed}")]) == 0
+    return {seed: root / f"seed{seed}" for seed in (4, 5)}
+
+
+def test_two_agents_against_one_opponent_differ_pair_for_pair_on_the_same_dice(benches, heuristic_benches):
+    from bgtrain.distributed.duels import paired_duel_difference
+
+    pubeval = [benches[4][0], benches[5][0]]
+    heuristic = [heuristic_benches[5], heuristic_benches[4]]  # matched by seed, not by order
+    paired = paired_duel_difference(pubeval, heuristic)
+    differences = np.concatenate([_pair_means(benches[seed][0]) - _pair_means(heuristic_benches[seed]) for seed in (4, 5)])
+    assert paired.pairs == len(differences) == 60
+    assert paired.difference == pytest.approx(differences.mean())
+    assert paired.interval95 == pytest.approx(1.96 * differences.std(ddof=1) / np.sqrt(len(differences)))
+    assert (paired.agent_a, paired.agent_b, paired.opponent) == ("pubeval", "heuristic", "random")
+    itself = paired_duel_difference(pubeval, pubeval[::-1])  # the same games twice: no difference at all
+    assert itself.difference == 0 and itself.interval95 == 0 and itself.correlation == pytest.approx(1)
+
+
+def test_a_paired_difference_refuses_other_dice_or_another_opponent(benches, heuristic_benches, tmp_path, capsys):
+    from bgtrain.distributed.duels import paired_duel_difference
+
+    with pytest.raises(ValueError, match="seed5: no duel of the second agent on its seed 5"):
+        paired_duel_difference([benches[4][0], benches[5][0]], [heuristic_benches[4]])
+    other = tmp_path / "other"
+    shutil.copytree(heuristic_benches[4], other)
+    job = json.loads((other / "job.json").read_text())
+    (other / "job.json").write_text(json.dumps({**job, "agents": ["heuristic", "pubeval"]}))
+    with pytest.raises(ValueError, match="against random, the second against pubeval: a paired difference needs one"):
+        paired_duel_difference([benches[4][0]], [other])
+    script = _pool_script()
+    assert script.main([str(benches[4][0]), str(benches[5][0]), "--minus", str(heuristic_benches[4]),
+                        str(heuristic_benches[5])]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("pubeval - heuristic against random on the same dice: ") and "over 60 pairs" in lines[-1]
+    assert script.main([str(benches[4][0]), "--minus", str(other)]) == 2
+    assert capsys.readouterr().err.startswith("pool_duels: the first duels are against random")

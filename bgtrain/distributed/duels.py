@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -211,6 +212,21 @@ def _agent_identity(spec: str) -> str:
     return f"sha256:{hashlib.sha256(Path(path).read_bytes()).hexdigest()}{colon}{rest}"
 
 
+def _finished_duel(directory: str | Path) -> tuple[dict, list[dict]]:
+    """The job of the finished duel in ``directory`` and each chunk's results, in order; a ValueError
+    naming the directory when it holds no duel or the duel is unfinished."""
+    job = read_job(directory)
+    if job.get("kind") != "duel":
+        raise ValueError(f"{directory}: its {JOB_FILE} describes a {job.get('kind')!r} job, not a duel of two agents")
+    store = ShardStore(directory, job)
+    chunks = len(chunk_bounds(job["games"], job["chunk_pairs"]))
+    played = len(set(range(chunks)) & store.done())
+    if played < chunks:
+        raise ValueError(f"{directory}: {played} of its {chunks} chunks are played; run its "
+                         "bench command again to finish it")
+    return job, [store.read(index) for index in range(chunks)]
+
+
 def pool_duel_work_directories(directories: list[str | Path]) -> tuple[DuelResult, list[DuelResult]]:
     """Several finished duels of the same two agents on different dice (``bgtrain bench --work-dir``) as
     one result over all their pairs, with each duel's own: the pooled interval is over every pair mean,
@@ -223,9 +239,7 @@ def pool_duel_work_directories(directories: list[str | Path]) -> tuple[DuelResul
     duels, every_chunk, seeds = [], [], {}
     agents = variant = None
     for directory in directories:
-        job = read_job(directory)
-        if job.get("kind") != "duel":
-            raise ValueError(f"{directory}: its {JOB_FILE} describes a {job.get('kind')!r} job, not a duel of two agents")
+        job, results = _finished_duel(directory)
         if agents is None:
             agents, variant = job["agents"], job["variant"]
         elif [_agent_identity(a) for a in job["agents"]] != [_agent_identity(a) for a in agents] or job["variant"] != variant:
@@ -235,13 +249,71 @@ def pool_duel_work_directories(directories: list[str | Path]) -> tuple[DuelResul
             raise ValueError(f"{directory} and {seeds[job['seed']]} played the same dice (seed {job['seed']}): "
                              "pooled, those games would count twice")
         seeds[job["seed"]] = directory
-        store = ShardStore(directory, job)
-        chunks = len(chunk_bounds(job["games"], job["chunk_pairs"]))
-        played = len(set(range(chunks)) & store.done())
-        if played < chunks:
-            raise ValueError(f"{directory}: {played} of its {chunks} chunks are played; run its "
-                             "bench command again to finish it")
-        results = [store.read(index) for index in range(chunks)]
         duels.append(_combine(agents[0], agents[1], results))
         every_chunk += results
     return _combine(agents[0], agents[1], every_chunk), duels
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Two agents' results against one opponent on the same dice, pair by pair: ``difference`` is the
+    first's points a game less the second's, ``interval95`` its half-width over the pairs' differences."""
+
+    agent_a: str
+    agent_b: str
+    opponent: str
+    pairs: int
+    difference: float
+    interval95: float
+    correlation: float  # of the two agents' pair means: how much of the dice's luck the pairing removes
+
+    def line(self) -> str:
+        return (f"{self.agent_a} - {self.agent_b} against {self.opponent} on the same dice: {self.difference:+.4f} ± "
+                f"{self.interval95:.4f} points per game (95%) over {self.pairs:,} pairs each "
+                f"(pair means correlated {self.correlation:.2f})")
+
+
+def paired_duel_difference(first: list[str | Path], second: list[str | Path]) -> PairedDifference:
+    """The finished duels ``first`` (A against an opponent, on several seeds) less ``second`` (B against
+    the same opponent on the same seeds), pair for pair: pair k of a seed has the same dice in both, so
+    the luck both agents shared cancels, and the interval is over the differences of the pair means (a
+    paired interval, narrower than either duel's own by the correlation of the two). The directories
+    are matched by seed; refused with a ValueError: an unmatched seed, another opponent, other games or
+    chunks (other dice), or the same dice twice on one side."""
+    pooled_a, _ = pool_duel_work_directories(first)  # each side's own refusals first
+    pooled_b, _ = pool_duel_work_directories(second)
+    if _agent_identity(pooled_a.agent_b) != _agent_identity(pooled_b.agent_b):
+        raise ValueError(f"the first duels are against {pooled_a.agent_b}, the second against {pooled_b.agent_b}: "
+                         "a paired difference needs one opponent")
+    by_seed = {}
+    for directory in second:
+        job, results = _finished_duel(directory)
+        by_seed[job["seed"]] = (directory, job, results)
+    means_a, means_b = [], []
+    for directory in first:
+        job, results = _finished_duel(directory)
+        if job["seed"] not in by_seed:
+            raise ValueError(f"{directory}: no duel of the second agent on its seed {job['seed']}")
+        twin, twin_job, twin_results = by_seed.pop(job["seed"])
+        dice = ("games", "chunk_pairs", "variant")
+        if any(job[key] != twin_job[key] for key in dice):
+            raise ValueError(f"{directory} and {twin}: other dice on seed {job['seed']} "
+                             f"({', '.join(f'{key} {job[key]} and {twin_job[key]}' for key in dice)})")
+        means_a.append(_pair_means(results))
+        means_b.append(_pair_means(twin_results))
+    if by_seed:
+        raise ValueError(f"{next(iter(by_seed.values()))[0]}: no duel of the first agent on its seed")
+    a, b = torch.cat(means_a), torch.cat(means_b)
+    difference = a - b
+    pairs = difference.numel()
+    interval = 1.96 * float(difference.std()) / math.sqrt(pairs) if pairs > 1 else float("inf")
+    correlation = float(torch.corrcoef(torch.stack([a, b]))[0, 1]) if pairs > 1 else float("nan")
+    return PairedDifference(pooled_a.agent_a, pooled_b.agent_a, pooled_a.agent_b, pairs, float(difference.mean()),
+                            interval, correlation)
+
+
+def _pair_means(results: list[dict]) -> torch.Tensor:
+    """Each pair's mean points for the duel's first agent (its two games, seats swapped)."""
+    first = torch.cat([torch.tensor(result["first"], dtype=torch.float64) for result in results])
+    second = torch.cat([torch.tensor(result["second"], dtype=torch.float64) for result in results])
+    return (first + second) / 2
