@@ -18,7 +18,8 @@ the mover, not the next side, so it joins no group (-1): a group's equities shar
 With a ``rival`` (an agent spec, ``bgtrain.arena.specs``: ``gnubg:0ply`` say), only the move choices
 where the rival's play differs from the teacher's 0-ply best are kept, and the rival's play joins the
 kept plays: labels spent where the two players part, the only decisions that decide their games against
-each other (about a fifth of the contact choices between ``bgtrain-gen9.pt`` and GNU Backgammon 0-ply).
+each other (14% of the rolls of ``bgtrain-gen9.pt``'s contact and crashed self-play against GNU Backgammon
+0-ply).
 
 ``bgtrain dataset plays SOURCE --out DIR`` writes them as a dataset (``bgtrain.datasets.relabel``,
 shard k from source shard k), labelled by any labeller: 0-ply for a distillation, a deeper search
