@@ -234,9 +234,15 @@ def pool_duel_work_directories(directories: list[str | Path]) -> tuple[DuelResul
     directory that holds no finished duel, other agents or rules (a checkpoint counts as the same agent
     under another path when its bytes are the same), or the same dice twice (the same seed: those games
     would count twice)."""
+    pooled, duels, _ = _pool(directories)
+    return pooled, duels
+
+
+def _pool(directories: list[str | Path]) -> tuple[DuelResult, list[DuelResult], list[tuple[dict, list[dict]]]]:
+    """``pool_duel_work_directories``, with each directory's job and chunk results (read once)."""
     if not directories:
         raise ValueError("give at least one work directory")
-    duels, every_chunk, seeds = [], [], {}
+    duels, every_chunk, seeds, finished = [], [], {}, []
     agents = variant = None
     for directory in directories:
         job, results = _finished_duel(directory)
@@ -251,7 +257,8 @@ def pool_duel_work_directories(directories: list[str | Path]) -> tuple[DuelResul
         seeds[job["seed"]] = directory
         duels.append(_combine(agents[0], agents[1], results))
         every_chunk += results
-    return _combine(agents[0], agents[1], every_chunk), duels
+        finished.append((job, results))
+    return _combine(agents[0], agents[1], every_chunk), duels, finished
 
 
 @dataclass(frozen=True)
@@ -280,18 +287,14 @@ def paired_duel_difference(first: list[str | Path], second: list[str | Path]) ->
     paired interval, narrower than either duel's own by the correlation of the two). The directories
     are matched by seed; refused with a ValueError: an unmatched seed, another opponent, other games or
     chunks (other dice), or the same dice twice on one side."""
-    pooled_a, _ = pool_duel_work_directories(first)  # each side's own refusals first
-    pooled_b, _ = pool_duel_work_directories(second)
+    pooled_a, _, finished_a = _pool(first)  # each side's own refusals first
+    pooled_b, _, finished_b = _pool(second)
     if _agent_identity(pooled_a.agent_b) != _agent_identity(pooled_b.agent_b):
         raise ValueError(f"the first duels are against {pooled_a.agent_b}, the second against {pooled_b.agent_b}: "
                          "a paired difference needs one opponent")
-    by_seed = {}
-    for directory in second:
-        job, results = _finished_duel(directory)
-        by_seed[job["seed"]] = (directory, job, results)
+    by_seed = {job["seed"]: (directory, job, results) for directory, (job, results) in zip(second, finished_b)}
     means_a, means_b = [], []
-    for directory in first:
-        job, results = _finished_duel(directory)
+    for directory, (job, results) in zip(first, finished_a):
         if job["seed"] not in by_seed:
             raise ValueError(f"{directory}: no duel of the second agent on its seed {job['seed']}")
         twin, twin_job, twin_results = by_seed.pop(job["seed"])
