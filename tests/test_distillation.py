@@ -17,7 +17,7 @@ from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
 from bgtrain.model.phases import PhaseNetwork
 from bgtrain.training.config import Config, config_to_dict
-from bgtrain.training.distillation import agreement, phase_member, widen, write_member, write_widened
+from bgtrain.training.distillation import agreement, deepen, phase_member, widen, write_member, write_widened
 from engine.board import flip_board
 from engine.position_kinds import PHASE_NAMES as PHASES
 from engine.position_kinds import PositionKind, position_phases
@@ -79,6 +79,29 @@ def test_a_widened_student_computes_what_it_did_and_its_new_units_train(tmp_path
         widen(narrow, 16)
     with pytest.raises(ValueError, match="one hidden layer"):
         widen(ValueNetwork("tesauro198", (8, 4)), 12)
+
+
+def test_a_deepened_student_computes_what_it_did_and_its_new_layer_trains(tmp_path):
+    torch.manual_seed(3)
+    shallow = ValueNetwork("gnubg_contact", (16,)).eval()
+    paths = [save(shallow, tmp_path / "contact.pt", games=5), save(ValueNetwork("gnubg_race", (8,)), tmp_path / "race.pt", 1)]
+    model_path = combine_checkpoints(paths[0], paths[0], paths[1], tmp_path / "phases.pt")
+    path = write_member(model_path, "contact", 0, tmp_path / "deep.pt", deeper=2)
+    loaded = load_model(path)
+    deep = loaded.model
+    assert deep.hidden_sizes == (16, 16, 16) and deep.activation_name == "sigmoid-relu"
+    assert loaded.payload["config"]["model"]["hidden"] == [16, 16, 16]
+    assert loaded.payload["source"]["deepened_by"] == 2
+    torch.testing.assert_close(deep.evaluate(boards()), shallow.evaluate(boards()), rtol=0, atol=1e-6)
+    deep.train()
+    deep.forward(boards()).sum().backward()
+    assert float(deep.hidden_layers[1].weight.grad.abs().sum()) > 0  # the new layers learn from the first step
+    # Deepened again, a sigmoid-relu network keeps its function too; one whose outputs can be negative cannot.
+    torch.testing.assert_close(deepen(deep, 1).eval().evaluate(boards()), shallow.evaluate(boards()), rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="never negative"):
+        deepen(ValueNetwork("tesauro198", (8,), "tanh"), 1)
+    with pytest.raises(ValueError, match="number of layers"):
+        deepen(shallow, 0)
 
 
 def test_agreement_is_zero_with_itself_and_sees_a_changed_phase():

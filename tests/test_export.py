@@ -30,6 +30,7 @@ TOLERANCE = 1e-5
 NETWORKS = {  # small seeded networks: (hidden sizes, activation)
     "tesauro198": ([16], "sigmoid"),
     "tesauro_plus": ([12, 8], "silu"),
+    "gnubg_race": ([10, 6], "sigmoid-relu"),  # a deepened network's activations
 }
 COUNTERS = {"games": 1234, "turns": 56789, "updates": 321, "train_seconds": 12.5}
 STRENGTH = {"pubeval": {"points_per_game": 0.25, "interval95": 0.05, "games": 1000}, "games": 1234}

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from bgtrain.cli import main as bgtrain_main
+from bgtrain.datasets import load_datasets
 from bgtrain.directory_lock import directory_lock
 from bgtrain.generation.config import load_plan, plan_from_dict
 from bgtrain.generation.runner import run_generation as run_plan
@@ -421,6 +422,34 @@ def test_a_phase_kept_untrained_is_its_starts_network_in_the_model(generation, t
     networks = json.loads((tmp_path / "gen" / "tiny.json").read_text())["networks"]
     assert networks["race"]["trained"] is False and networks["contact"]["trained"] is True
     assert networks["race"]["sha256"] == file_sha256(plan.init_path("race"))
+
+
+def test_a_phase_started_from_a_deepened_member_trains_the_deeper_network(generation, tmp_path):
+    """deepen = 1: the contact network starts from the distilled model's contact network with one more hidden
+    layer that passes it through (its function at the start), and the model holds the trained deeper one."""
+    data, datasets = _networks_only(generation, tmp_path)
+    source = "checkpoints/bgtrain-distilled.pt"
+    data["phases"]["contact"] = {**data["phases"]["contact"], "datasets": [str(datasets / "selfplay-s1")],
+                                 "encoder": "gnubg_contact", "hidden": [512, 512], "activation": "sigmoid-relu",
+                                 "init_from": source, "init_member": 0, "deepen": 1, "epochs": 1}
+    data["phases"]["crashed"]["datasets"] = [str(datasets / "relabelled-s1")]
+    data["phases"]["race"] = {"train": False, "init_from": source, "init_member": 0}
+    plan = plan_from_dict(data)
+    stages = {stage.name: stage for stage in plan_stages(plan, RunOptions())}
+    assert "deeper=1" in stages["init:contact"].commands[0][-1]
+    run(plan, Recorder())
+    start = load_model(plan.init_path("contact")).model
+    member = load_model(ROOT / source).model.phases["contact"]
+    board = load_datasets([str(datasets / "selfplay-s1")]).positions[:64]
+    torch.testing.assert_close(start.evaluate(board), member.evaluate(board), rtol=0, atol=1e-6)
+    contact = load_model(tmp_path / "gen" / "tiny.pt").model.phases["contact"]
+    assert contact.hidden_sizes == (512, 512) and contact.activation_name == "sigmoid-relu"
+    assert not torch.equal(contact.hidden_layers[1].weight, start.hidden_layers[1].weight)  # trained
+    networks = json.loads((tmp_path / "gen" / "tiny.json").read_text())["networks"]
+    assert networks["contact"]["init_from"].endswith("1 hidden layer(s) deeper")
+    data["phases"]["race"] = {**data["phases"]["race"], "init_member": -1, "deepen": 1}
+    with pytest.raises(ValueError, match=r"\[phases.race\] deepen = 1: .* init_member names"):
+        plan_from_dict(data)
 
 
 def test_a_network_out_of_the_model_is_a_step_a_later_one_starts_from(tmp_path):

@@ -25,6 +25,21 @@ def test_shapes_and_range(encoder: str, activation: str) -> None:
     assert torch.allclose(net.evaluate(boards), probs.detach(), atol=1e-5)
 
 
+def test_a_compound_activation_applies_its_first_after_the_first_layer_and_its_second_after_the_others() -> None:
+    torch.manual_seed(0)
+    net = ValueNetwork(encoder="tesauro198", hidden=[24, 12, 8], activation="sigmoid-relu")
+    boards = random_boards(64, seed=1)
+    hidden = torch.sigmoid(net.hidden_layers[0](net.encoder.encode(boards, STANDARD)))
+    for layer in net.hidden_layers[1:]:
+        hidden = torch.relu(layer(hidden))
+    expected = torch.sigmoid(net.output_layer(hidden))
+    torch.testing.assert_close(net(boards), expected, rtol=0, atol=0)
+    torch.testing.assert_close(net.evaluate(boards), expected.detach(), rtol=0, atol=1e-6)
+    assert ValueNetwork.from_args(net.model_args()).layer_activation_names == ("sigmoid", "relu")
+    with pytest.raises(ValueError, match="unknown activation 'sigmoid-softmax'"):
+        ValueNetwork(hidden=[8, 4], activation="sigmoid-softmax")
+
+
 def test_initial_weights_are_random_and_outputs_near_priors() -> None:
     torch.manual_seed(0)
     net = ValueNetwork()

@@ -34,14 +34,14 @@ class _Head(nn.Module):
     def __init__(self, network: ValueNetwork, rules: Rules):
         super().__init__()
         self.rules = rules  # how the outcome slots are valued (``bgtrain.outcomes.point_weights``)
-        self.activation = ACTIVATIONS[network.activation_name]
+        self.first_activation, self.later_activation = (ACTIVATIONS[name] for name in network.layer_activation_names)
         self.layers = copy.deepcopy(network.hidden_layers[1:])
         self.output_layer = copy.deepcopy(network.output_layer)
 
     def forward(self, first_pre_activation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        hidden = self.activation(first_pre_activation)
+        hidden = self.first_activation(first_pre_activation)
         for layer in self.layers:
-            hidden = self.activation(layer(hidden))
+            hidden = self.later_activation(layer(hidden))
         probabilities = torch.sigmoid(self.output_layer(hidden))
         return probabilities, cubeless_equity(probabilities, self.rules)
 

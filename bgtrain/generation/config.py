@@ -224,6 +224,11 @@ class PhaseSection:
     init_member: int = -1
     """With a phase model as ``init_from``: start from member N of this phase's networks
     (``bgtrain.training.distillation.write_member``); -1 takes ``init_from`` as a single network."""
+    deepen: int = 0
+    """With ``init_member``: the member gets this many more hidden layers of its last width that pass it
+    through unchanged (``bgtrain.training.distillation.deepen``), so the deeper network starts where the
+    member is; ``hidden`` and ``activation`` must then be the deepened network's (``[512, 512]``,
+    "sigmoid-relu" for a 512-unit sigmoid member and one layer)."""
     kinds: tuple[str, ...] = ()
     """The kinds of position it learns from; default the phase's own (a contact network of all kinds
     later starts a crashed one, say)."""
@@ -517,6 +522,9 @@ def _check_references(plan: GenerationConfig) -> None:
             _check_dataset_reference(f"[phases.{key}] datasets", reference, names)
         if section.init_member >= 0 and not section.init_from:
             raise ValueError(f"[phases.{key}] init_member = {section.init_member} needs init_from (a phase model)")
+        if section.deepen < 0 or (section.deepen and section.init_member < 0):
+            raise ValueError(f"[phases.{key}] deepen = {section.deepen}: a number of layers (0 or more) added to the "
+                             "member that init_member names")
         if section.init_from.startswith(NETWORK):
             source = section.init_from.removeprefix(NETWORK)
             keys = [network for _, _, network in plan.networks()]

@@ -40,7 +40,8 @@ def _network(plan: GenerationConfig, phase: str, member: int, key: str,
     final = plan.network_file(phase, member)
     payload = load_checkpoint(final)
     train, init = records.get(f"train:{key}", {}), records.get(f"init:{key}")
-    init_from = (f"{section.init_from}: member {section.init_member} of its {phase} networks"
+    deeper = f", {section.deepen} hidden layer(s) deeper" if section.deepen else ""
+    init_from = (f"{section.init_from}: member {section.init_member} of its {phase} networks{deeper}"
                  if section.init_member >= 0 else section.init_from or "scratch")
     if not section.train:
         return {"phase": phase, "trained": False, "init_from": init_from, "start": plan.start(phase, member),

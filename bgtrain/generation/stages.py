@@ -203,13 +203,14 @@ def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words, op
 def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> Stage:
     section = plan.phases[phase][member]
     out = plan.init_path(key)
+    deeper = f", deeper={section.deepen}" if section.deepen else ""
     code = ("from bgtrain.training.distillation import write_member; "
-            f"write_member({_quoted(section.init_from)}, {_quoted(phase)}, {section.init_member}, {_quoted(out)})")
+            f"write_member({_quoted(section.init_from)}, {_quoted(phase)}, {section.init_member}, {_quoted(out)}{deeper})")
 
     def execute(context: Context, resuming: bool) -> None:
         from bgtrain.training.distillation import write_member
 
-        context.call(code, lambda: write_member(section.init_from, phase, section.init_member, out))
+        context.call(code, lambda: write_member(section.init_from, phase, section.init_member, out, section.deepen))
 
     return Stage(f"init:{key}", (["python", "-c", code],), (out,), execute)
 

@@ -28,6 +28,20 @@ _IN_PLACE_ACTIVATIONS = {
     "silu": lambda x: nn.functional.silu(x, inplace=True),
 }
 
+# A compound activation "FIRST-LATER" (e.g. "sigmoid-relu") applies FIRST after the first hidden layer and
+# LATER after each layer after it: a one-layer sigmoid network deepened by ``distillation.deepen`` keeps
+# its function, as relu(identity weights @ h) = h for the sigmoid's outputs h >= 0.
+def layer_activations(name: str) -> tuple[str, str]:
+    """The activation after the first hidden layer and after each later one, named by ``name``: one of
+    ``ACTIVATIONS``, or "FIRST-LATER" with both in it. A ValueError names an unknown one."""
+    first, _, later = name.partition("-")
+    later = later or first
+    if first not in ACTIVATIONS or later not in ACTIVATIONS:
+        known = ", ".join(ACTIVATIONS)
+        raise ValueError(f"unknown activation {name!r}; known: {known}, or FIRST-LATER of two of them (e.g. sigmoid-relu)")
+    return first, later
+
+
 EVALUATE_CHUNK = 8192  # rows per first-layer pass in ``evaluate`` on a CPU
 
 # Output biases start at the logits of typical money-game rates (win, gammon, backgammon for each side),
@@ -56,13 +70,12 @@ class ValueNetwork(nn.Module):
             raise ValueError(
                 f"encoder {encoder!r} is at version {self.encoder.version}, the model wants {encoder_version}"
             )
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; known: {', '.join(ACTIVATIONS)}")
+        first_activation, later_activation = layer_activations(activation)
         if not hidden or any(int(size) <= 0 for size in hidden):
             raise ValueError(f"hidden sizes must be a non-empty list of positive integers, not {hidden!r}")
         self.hidden_sizes = tuple(int(size) for size in hidden)
         self.activation_name = activation
-        self.activation = ACTIVATIONS[activation]
+        self.layer_activation_names = (first_activation, later_activation)
         sizes = (self.encoder.size, *self.hidden_sizes)
         self.hidden_layers = nn.ModuleList(
             nn.Linear(n_in, n_out) for n_in, n_out in itertools.pairwise(sizes)
@@ -74,11 +87,12 @@ class ValueNetwork(nn.Module):
 
     def reset_parameters(self) -> None:
         """Random, scaled weights; never all zeros, which would leave every hidden unit identical."""
-        for layer in self.hidden_layers:
-            if self.activation_name in ("relu", "silu"):
+        for index, layer in enumerate(self.hidden_layers):
+            activation = self.layer_activation_names[min(index, 1)]
+            if activation in ("relu", "silu"):
                 nn.init.kaiming_uniform_(layer.weight, nonlinearity="relu")
             else:
-                nn.init.xavier_uniform_(layer.weight, gain=nn.init.calculate_gain(self.activation_name))
+                nn.init.xavier_uniform_(layer.weight, gain=nn.init.calculate_gain(activation))
             nn.init.zeros_(layer.bias)
         bound = 1.0 / math.sqrt(self.output_layer.in_features)
         nn.init.uniform_(self.output_layer.weight, -bound, bound)
@@ -112,17 +126,18 @@ class ValueNetwork(nn.Module):
         )
 
     def _head(self, first_pre_activation: torch.Tensor) -> torch.Tensor:
-        hidden = self.activation(first_pre_activation)
+        first, later = (ACTIVATIONS[name] for name in self.layer_activation_names)
+        hidden = first(first_pre_activation)
         for layer in self.hidden_layers[1:]:
-            hidden = self.activation(layer(hidden))
+            hidden = later(layer(hidden))
         return torch.sigmoid(self.output_layer(hidden))
 
     def _head_in_place(self, first_pre_activation: torch.Tensor) -> torch.Tensor:
         # Without autograd every intermediate can be overwritten: fewer fresh [B, H] buffers.
-        activate = _IN_PLACE_ACTIVATIONS[self.activation_name]
-        hidden = activate(first_pre_activation)
+        first, later = (_IN_PLACE_ACTIVATIONS[name] for name in self.layer_activation_names)
+        hidden = first(first_pre_activation)
         for layer in self.hidden_layers[1:]:
-            hidden = activate(torch.addmm(layer.bias, hidden, layer.weight.t()))
+            hidden = later(torch.addmm(layer.bias, hidden, layer.weight.t()))
         return torch.addmm(self.output_layer.bias, hidden, self.output_layer.weight.t()).sigmoid_()
 
     def forward(self, board: torch.Tensor, rules: Rules = STANDARD) -> torch.Tensor:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from bgtrain.model.encoding import ENCODERS
+from bgtrain.model.network import layer_activations
 from engine.variants import VARIANTS
 
 DEVICE_PATTERN = re.compile(r"^(cpu|cuda|cuda:\d+)$")
@@ -67,11 +68,15 @@ class ModelConfig:
     hidden: tuple[int, ...] = (80,)
     """Hidden layer sizes, input side first."""
     activation: str = "sigmoid"
-    """Hidden activation: "sigmoid", "relu", "tanh" or "silu"."""
+    """Hidden activation: "sigmoid", "relu", "tanh" or "silu"; or "FIRST-LATER", FIRST after the first hidden
+    layer and LATER after the others ("sigmoid-relu": a network deepened by ``distillation.deepen``)."""
 
     def __post_init__(self) -> None:
         _choice("model", "encoder", self.encoder, tuple(sorted(ENCODERS)))
-        _choice("model", "activation", self.activation, ("sigmoid", "relu", "tanh", "silu"))
+        try:
+            layer_activations(self.activation)
+        except ValueError as error:
+            raise ValueError(f"[model] activation: {error}") from None
         if not self.hidden or any(size <= 0 for size in self.hidden):
             raise ValueError(f"[model] hidden = {list(self.hidden)}: must be a non-empty list of sizes > 0")
 

@@ -14,6 +14,10 @@ from scratch. ``bgtrain.model.combine_checkpoints`` then makes the phase model o
 units have zero output weights), so a student that has stopped improving at its width continues from
 where it stopped rather than from scratch (``write_widened`` writes it as a checkpoint to start from).
 
+``deepen`` gives a student more hidden layers the same way: each new layer has identity weights and a relu
+after it (the network's activation becomes "FIRST-relu"), which passes the layer before it through
+unchanged, as a sigmoid's or relu's outputs are never negative; training then moves them.
+
 ``agreement`` measures how closely a student follows its teacher on given positions, per phase: the
 root mean square and the largest difference of their cubeless equities at 0-ply.
 """
@@ -45,9 +49,10 @@ def phase_member(model: PhaseNetwork, phase: str, index: int) -> ValueNetwork:
     return members[index]
 
 
-def write_member(model_path: str | Path, phase: str, index: int, path: str | Path) -> Path:
+def write_member(model_path: str | Path, phase: str, index: int, path: str | Path, deeper: int = 0) -> Path:
     """Write member ``index`` of ``phase`` of the phase model at ``model_path`` as a checkpoint of its
-    own at ``path`` (the start of a student: ``[supervised] init_from``)."""
+    own at ``path`` (the start of a student: ``[supervised] init_from``), with ``deeper`` more hidden
+    layers (``deepen``) when it is above 0."""
     loaded = load_model(model_path)
     model, payload = loaded.model, loaded.payload
     if not isinstance(model, PhaseNetwork):
@@ -55,9 +60,18 @@ def write_member(model_path: str | Path, phase: str, index: int, path: str | Pat
     member = phase_member(model, phase, index)
     counters = payload.get("phase_counters", {}).get(phase)
     counters = counters[index] if isinstance(counters, list) else counters
-    result = checkpoint_payload(member, payload["config"], payload.get("rules"), counters,
+    source = {"model": str(model_path), "phase": phase, "member": index}
+    config = payload["config"]
+    if deeper:
+        member = deepen(member, deeper)
+        source["deepened_by"] = deeper
+        counters = None  # a new architecture: its training starts now
+        if isinstance(config.get("model"), dict):
+            config = {**config, "model": {**config["model"], "hidden": list(member.hidden_sizes),
+                                          "activation": member.activation_name}}
+    result = checkpoint_payload(member, config, payload.get("rules"), counters,
                                 code_version=payload.get("code_version", "unknown"))
-    result["source"] = {"model": str(model_path), "phase": phase, "member": index}
+    result["source"] = source
     return save_checkpoint(path, result)
 
 
@@ -84,6 +98,30 @@ def widen(network: ValueNetwork, hidden: int, seed: int = 0) -> ValueNetwork:
     new_output.weight[:, :old] = output.weight
     new_output.bias.copy_(output.bias)
     return wider
+
+
+@torch.no_grad()
+def deepen(network: ValueNetwork, layers: int = 1) -> ValueNetwork:
+    """A copy of ``network`` with ``layers`` more hidden layers of its last width after its last, computing
+    the same function: each new layer has identity weights, zero biases and a relu after it, and relu(h) = h
+    for the outputs h >= 0 of the sigmoid or relu before it. The copy's activation is "FIRST-relu"."""
+    first, later = network.layer_activation_names
+    if layers < 1:
+        raise ValueError(f"deepen: {layers} is not a number of layers to add (1 or more)")
+    if first not in ("sigmoid", "relu") or (len(network.hidden_sizes) > 1 and later != "relu"):
+        raise ValueError(f"deepen keeps the function of a network whose hidden outputs are never negative and whose "
+                         f"later layers are relu (sigmoid, relu, sigmoid-relu), not {network.activation_name!r}")
+    width = network.hidden_sizes[-1]
+    activation = first if first == "relu" else f"{first}-relu"
+    deeper = ValueNetwork(network.encoder.name, (*network.hidden_sizes, *[width] * layers), activation,
+                          network.encoder.version)
+    for old, new in zip(network.hidden_layers, deeper.hidden_layers):
+        new.load_state_dict(old.state_dict())
+    for new in deeper.hidden_layers[len(network.hidden_sizes):]:
+        new.weight.copy_(torch.eye(width))
+        new.bias.zero_()
+    deeper.output_layer.load_state_dict(network.output_layer.state_dict())
+    return deeper
 
 
 def write_widened(path_in: str | Path, hidden: int, path: str | Path, seed: int = 0) -> Path:
