@@ -36,8 +36,9 @@ def test_a_compound_activation_applies_its_first_after_the_first_layer_and_its_s
     torch.testing.assert_close(net(boards), expected, rtol=0, atol=0)
     torch.testing.assert_close(net.evaluate(boards), expected.detach(), rtol=0, atol=1e-6)
     assert ValueNetwork.from_args(net.model_args()).layer_activation_names == ("sigmoid", "relu")
-    with pytest.raises(ValueError, match="unknown activation 'sigmoid-softmax'"):
-        ValueNetwork(hidden=[8, 4], activation="sigmoid-softmax")
+    for name in ("sigmoid-softmax", "sigmoid-", "-relu"):
+        with pytest.raises(ValueError, match=f"unknown activation '{name}'"):
+            ValueNetwork(hidden=[8, 4], activation=name)
 
 
 def test_initial_weights_are_random_and_outputs_near_priors() -> None:

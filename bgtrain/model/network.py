@@ -34,8 +34,8 @@ _IN_PLACE_ACTIVATIONS = {
 def layer_activations(name: str) -> tuple[str, str]:
     """The activation after the first hidden layer and after each later one, named by ``name``: one of
     ``ACTIVATIONS``, or "FIRST-LATER" with both in it. A ValueError names an unknown one."""
-    first, _, later = name.partition("-")
-    later = later or first
+    first, separator, later = name.partition("-")
+    later = later if separator else first
     if first not in ACTIVATIONS or later not in ACTIVATIONS:
         known = ", ".join(ACTIVATIONS)
         raise ValueError(f"unknown activation {name!r}; known: {known}, or FIRST-LATER of two of them (e.g. sigmoid-relu)")
