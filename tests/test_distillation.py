@@ -104,6 +104,38 @@ def test_a_deepened_student_computes_what_it_did_and_its_new_layer_trains(tmp_pa
         deepen(shallow, 0)
 
 
+def test_a_narrower_deepened_student_keeps_its_first_layer_and_starts_its_new_layers_from_its_seed(tmp_path):
+    """deepen at a narrower width: no identity fits, so the new layer and the output layer are random (seeded),
+    the member's first layer and output biases are kept, and the checkpoint says so."""
+    torch.manual_seed(5)
+    shallow = ValueNetwork("gnubg_contact", (16,)).eval()
+    paths = [save(shallow, tmp_path / "contact.pt", games=5), save(ValueNetwork("gnubg_race", (8,)), tmp_path / "race.pt", 1)]
+    model_path = combine_checkpoints(paths[0], paths[0], paths[1], tmp_path / "phases.pt")
+    path = write_member(model_path, "contact", 0, tmp_path / "narrow.pt", deeper=1, width=4, seed=7)
+    loaded = load_model(path)
+    narrow = loaded.model
+    assert narrow.hidden_sizes == (16, 4) and narrow.activation_name == "sigmoid-relu"
+    assert loaded.payload["config"]["model"]["hidden"] == [16, 4]
+    assert loaded.payload["source"]["deepened_by"] == 1 and loaded.payload["source"]["deepened_width"] == 4
+    assert torch.equal(narrow.hidden_layers[0].weight, shallow.hidden_layers[0].weight)
+    assert torch.equal(narrow.output_layer.bias, shallow.output_layer.bias)
+    assert narrow.output_layer.weight.shape == (5, 4)
+    assert narrow.hidden_layers[1].weight.detach().abs().sum() > 0 and narrow.output_layer.weight.detach().abs().sum() > 0
+    # The same seed gives the same start whatever the global generator holds; another seed another start.
+    torch.manual_seed(99)
+    again = deepen(shallow, 1, 4, seed=7)
+    other = deepen(shallow, 1, 4, seed=8)
+    assert all(torch.equal(a, b) for a, b in zip(again.state_dict().values(), narrow.state_dict().values()))
+    assert not torch.equal(other.hidden_layers[1].weight, narrow.hidden_layers[1].weight)
+    # Its full width is the pass-through start; wider than the member has no meaning.
+    torch.testing.assert_close(deepen(shallow, 1, 16).eval().evaluate(boards()), shallow.evaluate(boards()),
+                               rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="a width of 32 units"):
+        deepen(shallow, 1, 32)
+    with pytest.raises(ValueError, match="a width of -1 units"):
+        deepen(shallow, 1, -1)
+
+
 def test_agreement_is_zero_with_itself_and_sees_a_changed_phase():
     torch.manual_seed(1)
     nets = {name: ValueNetwork("tesauro198", (8,)).eval() for name in PHASES}

@@ -450,6 +450,34 @@ def test_a_phase_started_from_a_deepened_member_trains_the_deeper_network(genera
     data["phases"]["race"] = {**data["phases"]["race"], "init_member": -1, "deepen": 1}
     with pytest.raises(ValueError, match=r"\[phases.race\] deepen = 1: .* init_member names"):
         plan_from_dict(data)
+    data["phases"]["race"] = {**data["phases"]["race"], "init_member": 0, "deepen": 0, "deepen_width": 128}
+    with pytest.raises(ValueError, match=r"\[phases.race\] deepen_width = 128: .* give deepen too"):
+        plan_from_dict(data)
+
+
+def test_a_narrower_deepened_start_is_written_from_the_phase_seed_and_named_in_the_lineage(generation, tmp_path):
+    """deepen_width: the init stage writes the member with a narrower random layer under the phase's seed (its
+    command says so), and training starts from it."""
+    data, datasets = _networks_only(generation, tmp_path)
+    source = "checkpoints/bgtrain-distilled.pt"
+    data["phases"]["contact"] = {**data["phases"]["contact"], "datasets": [str(datasets / "selfplay-s1")],
+                                 "encoder": "gnubg_contact", "hidden": [512, 8], "activation": "sigmoid-relu",
+                                 "init_from": source, "init_member": 0, "deepen": 1, "deepen_width": 8,
+                                 "epochs": 1, "seed": 31}
+    data["phases"]["crashed"]["datasets"] = [str(datasets / "relabelled-s1")]
+    data["phases"]["race"] = {"train": False, "init_from": source, "init_member": 0}
+    plan = plan_from_dict(data)
+    stages = {stage.name: stage for stage in plan_stages(plan, RunOptions())}
+    assert "deeper=1, width=8, seed=31" in stages["init:contact"].commands[0][-1]
+    run(plan, Recorder())
+    start = load_model(plan.init_path("contact")).model
+    member = load_model(ROOT / source).model.phases["contact"]
+    assert start.hidden_sizes == (512, 8)
+    assert torch.equal(start.hidden_layers[0].weight, member.hidden_layers[0].weight)
+    contact = load_model(tmp_path / "gen" / "tiny.pt").model.phases["contact"]
+    assert contact.hidden_sizes == (512, 8) and not torch.equal(contact.output_layer.weight, start.output_layer.weight)
+    networks = json.loads((tmp_path / "gen" / "tiny.json").read_text())["networks"]
+    assert networks["contact"]["init_from"].endswith("1 hidden layer(s) deeper, 8 wide, random")
 
 
 def test_a_network_out_of_the_model_is_a_step_a_later_one_starts_from(tmp_path):

@@ -229,6 +229,10 @@ class PhaseSection:
     through unchanged (``bgtrain.training.distillation.deepen``), so the deeper network starts where the
     member is; ``hidden`` and ``activation`` must then be the deepened network's (``[512, 512]``,
     "sigmoid-relu" for a 512-unit sigmoid member and one layer)."""
+    deepen_width: int = 0
+    """With ``deepen``: the added layers' width; 0 is the member's last width (the pass-through start above).
+    Narrower layers and the output layer start random under ``seed`` (``hidden = [512, 128]`` for a
+    128-unit layer after a 512-unit member): the member's first layer is kept, its function is not."""
     kinds: tuple[str, ...] = ()
     """The kinds of position it learns from; default the phase's own (a contact network of all kinds
     later starts a crashed one, say)."""
@@ -525,6 +529,9 @@ def _check_references(plan: GenerationConfig) -> None:
         if section.deepen < 0 or (section.deepen and section.init_member < 0):
             raise ValueError(f"[phases.{key}] deepen = {section.deepen}: a number of layers (0 or more) added to the "
                              "member that init_member names")
+        if section.deepen_width < 0 or (section.deepen_width and not section.deepen):
+            raise ValueError(f"[phases.{key}] deepen_width = {section.deepen_width}: the width (0 or more) of the "
+                             "layers that deepen adds; give deepen too")
         if section.init_from.startswith(NETWORK):
             source = section.init_from.removeprefix(NETWORK)
             keys = [network for _, _, network in plan.networks()]

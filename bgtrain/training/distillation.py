@@ -16,7 +16,10 @@ where it stopped rather than from scratch (``write_widened`` writes it as a chec
 
 ``deepen`` gives a student more hidden layers the same way: each new layer has identity weights and a relu
 after it (the network's activation becomes "FIRST-relu"), which passes the layer before it through
-unchanged, as a sigmoid's or relu's outputs are never negative; training then moves them.
+unchanged, as a sigmoid's or relu's outputs are never negative; training then moves them. Given a narrower
+width, the new layers and the output layer are random instead (no identity fits), and the student keeps only
+its earlier layers: a cheaper second layer (512 x 128 in place of 512 x 512 a position) that training has to
+bring back to where the member was, from the member's features rather than from scratch.
 
 ``agreement`` measures how closely a student follows its teacher on given positions, per phase: the
 root mean square and the largest difference of their cubeless equities at 0-ply.
@@ -49,10 +52,11 @@ def phase_member(model: PhaseNetwork, phase: str, index: int) -> ValueNetwork:
     return members[index]
 
 
-def write_member(model_path: str | Path, phase: str, index: int, path: str | Path, deeper: int = 0) -> Path:
+def write_member(model_path: str | Path, phase: str, index: int, path: str | Path, deeper: int = 0,
+                 width: int = 0, seed: int = 0) -> Path:
     """Write member ``index`` of ``phase`` of the phase model at ``model_path`` as a checkpoint of its
     own at ``path`` (the start of a student: ``[supervised] init_from``), with ``deeper`` more hidden
-    layers (``deepen``) when it is above 0."""
+    layers (``deepen``, ``width`` units each and random under ``seed`` when narrower) when it is above 0."""
     loaded = load_model(model_path)
     model, payload = loaded.model, loaded.payload
     if not isinstance(model, PhaseNetwork):
@@ -63,8 +67,10 @@ def write_member(model_path: str | Path, phase: str, index: int, path: str | Pat
     source = {"model": str(model_path), "phase": phase, "member": index}
     config = payload["config"]
     if deeper:
-        member = deepen(member, deeper)
+        member = deepen(member, deeper, width, seed)
         source["deepened_by"] = deeper
+        if width:
+            source["deepened_width"] = width
         counters = None  # a new architecture: its training starts now
         if isinstance(config.get("model"), dict):
             config = {**config, "model": {**config["model"], "hidden": list(member.hidden_sizes),
@@ -101,26 +107,39 @@ def widen(network: ValueNetwork, hidden: int, seed: int = 0) -> ValueNetwork:
 
 
 @torch.no_grad()
-def deepen(network: ValueNetwork, layers: int = 1) -> ValueNetwork:
-    """A copy of ``network`` with ``layers`` more hidden layers of its last width after its last, computing
-    the same function: each new layer has identity weights, zero biases and a relu after it, and relu(h) = h
-    for the outputs h >= 0 of the sigmoid or relu before it. The copy's activation is "FIRST-relu"."""
+def deepen(network: ValueNetwork, layers: int = 1, width: int = 0, seed: int = 0) -> ValueNetwork:
+    """A copy of ``network`` with ``layers`` more hidden layers after its last, each with a relu after it;
+    the copy's activation is "FIRST-relu".
+
+    At the network's last width (``width`` 0 or equal to it) the copy computes the same function: each new
+    layer has identity weights and zero biases, and relu(h) = h for the outputs h >= 0 of the sigmoid or
+    relu before it. At a narrower ``width`` no identity fits: the new layers and the output layer have the
+    network's own random initialisation under ``seed``, the output biases are kept (the outcomes' base
+    rates), and the copy keeps only the network's hidden layers."""
     first, later = network.layer_activation_names
     if layers < 1:
         raise ValueError(f"deepen: {layers} is not a number of layers to add (1 or more)")
     if first not in ("sigmoid", "relu") or (len(network.hidden_sizes) > 1 and later != "relu"):
         raise ValueError(f"deepen keeps the function of a network whose hidden outputs are never negative and whose "
                          f"later layers are relu (sigmoid, relu, sigmoid-relu), not {network.activation_name!r}")
-    width = network.hidden_sizes[-1]
+    last = network.hidden_sizes[-1]
+    if width < 0 or width > last:
+        raise ValueError(f"deepen: a width of {width} units; give 0 (the network's last, {last}) or fewer than {last}")
+    width = width or last
     activation = first if first == "relu" else f"{first}-relu"
-    deeper = ValueNetwork(network.encoder.name, (*network.hidden_sizes, *[width] * layers), activation,
-                          network.encoder.version)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        deeper = ValueNetwork(network.encoder.name, (*network.hidden_sizes, *[width] * layers), activation,
+                              network.encoder.version)
     for old, new in zip(network.hidden_layers, deeper.hidden_layers):
         new.load_state_dict(old.state_dict())
-    for new in deeper.hidden_layers[len(network.hidden_sizes):]:
-        new.weight.copy_(torch.eye(width))
-        new.bias.zero_()
-    deeper.output_layer.load_state_dict(network.output_layer.state_dict())
+    if width == last:
+        for new in deeper.hidden_layers[len(network.hidden_sizes):]:
+            new.weight.copy_(torch.eye(width))
+            new.bias.zero_()
+        deeper.output_layer.load_state_dict(network.output_layer.state_dict())
+    else:
+        deeper.output_layer.bias.copy_(network.output_layer.bias)
     return deeper
 
 
