@@ -438,5 +438,8 @@ class FirstLayerTable:
         hidden = F.embedding_bag(indices, self.table, mode="sum")
         if self.extra_weight.shape[0]:
             seen = flip_board(board) if self.flipped else board
-            hidden = hidden + self.encoder.extra_units(seen, self.rules).to(hidden.dtype) @ self.extra_weight
+            # One gemm that adds into the lookups' sum in place: no [B, H] product to allocate, add and free
+            # (measured: batched 0-ply about 12% faster, scripts/bench_latency.py). The sum is the bag's own
+            # fresh tensor, and its backward does not read it.
+            hidden.addmm_(self.encoder.extra_units(seen, self.rules).to(hidden.dtype), self.extra_weight)
         return hidden
