@@ -46,7 +46,7 @@ def test_each_variant_ships_a_small_model_trained_for_it(variant):
 
 
 def test_standard_backgammon_keeps_the_strongest_model_and_unshipped_variants_are_named():
-    assert shipped_model_name(None) == shipped_model_name("backgammon") == Path("checkpoints/bgtrain-gen9.pt")
+    assert shipped_model_name(None) == shipped_model_name("backgammon") == Path("checkpoints/bgtrain-gen9-deep.pt")
     with pytest.raises(ValueError, match="no model is shipped for variant 'acey-deucey-single'"):
         shipped_model_name("acey-deucey-single")
 

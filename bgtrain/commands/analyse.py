@@ -39,7 +39,7 @@ from bgtrain.values.evaluator import MAX_PLY, Evaluator
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help=".mat or .sgf files, or folders of them")
     parser.add_argument("--ply", type=int, default=0, help=f"search depth, GNU numbering, 0 to {MAX_PLY} (default 0)")
-    parser.add_argument("--model", help="checkpoint (.pt) or export (.onnx) (default checkpoints/bgtrain-gen9.pt)")
+    parser.add_argument("--model", help="checkpoint (.pt) or export (.onnx) (default checkpoints/bgtrain-gen9-deep.pt)")
     parser.add_argument("--json", action="store_true", help="print the whole report as one JSON object")
     parser.add_argument("--html", metavar="FILE", help="also write the report as an HTML page")
     parser.add_argument("--all", action="store_true", help="list every decision, not only the marked ones")

@@ -18,9 +18,10 @@ bear-offs of up to 6 checkers a side, where it is exact (``bgtrain.values.bearof
 a fraction of a second; every further ply costs about 20 times more). A model with pruning networks
 (``bgtrain prune``; the default model has them) chooses the replies inside the search among their few best
 plays, as GNU Backgammon does; ``--no-pruning`` searches every play (the exact reference). ``--model``
-defaults to the ``--variant``'s shipped model (``bgtrain.model.shipped``): ``checkpoints/bgtrain-gen9.pt``
+defaults to the ``--variant``'s shipped model (``bgtrain.model.shipped``): ``checkpoints/bgtrain-gen9-deep.pt``
 for backgammon (generation 8 distilled into one network a phase, taught further by its own 1-ply, by
-GNU Backgammon's and by its own 2-ply; ``checkpoints/bgtrain-two-teachers.pt``, ``checkpoints/bgtrain-iterated.pt``,
+GNU Backgammon's and by its own 2-ply, its contact network a layer deeper; ``checkpoints/bgtrain-gen9.pt``,
+``checkpoints/bgtrain-two-teachers.pt``, ``checkpoints/bgtrain-iterated.pt``,
 ``checkpoints/bgtrain-distilled.pt`` and ``checkpoints/bgtrain-supervised.pt`` are options),
 ``checkpoints/bgtrain-<variant>.pt`` for the others. ``--json`` prints one JSON object with the same content.
 Exact bear-off values come from the bear-off database, built once into the cache on first use.

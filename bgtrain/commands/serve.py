@@ -7,7 +7,7 @@
 legal moves of 31 from the start, best first, each with its checker steps and outcome probabilities, as
 wildbg answers. The description is at ``/openapi.json``. ``--model`` may be given once per variant (the
 first is the default; a request picks another with ``variant=``); it defaults to
-``checkpoints/bgtrain-gen9.pt``. ``--ply`` is the default search depth, ``--max-ply`` the deepest a
+``checkpoints/bgtrain-gen9-deep.pt``. ``--ply`` is the default search depth, ``--max-ply`` the deepest a
 request may ask for. Concurrent requests are evaluated together in batches (``bgtrain.api.batching``).
 The server listens on 127.0.0.1 unless ``--host`` says otherwise (it has no authentication: expose it
 only on purpose). The engine's kernels run op by op (``BGTRAIN_COMPILE=auto`` to compile them once hot),
@@ -29,7 +29,7 @@ from engine import kernels
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", help="checkpoint (.pt) or export (.onnx); once per variant "
-                        "(default checkpoints/bgtrain-gen9.pt)")
+                        "(default checkpoints/bgtrain-gen9-deep.pt)")
     parser.add_argument("--ply", type=int, default=0, help="default search depth of a request (default 0)")
     parser.add_argument("--max-ply", type=int, default=2, help=f"deepest search a request may ask for, at most "
                         f"{MAX_PLY} (default 2)")

@@ -2,12 +2,13 @@
 (``bgtrain eval``, ``rollout``, ``play``, ``export``, and the ``shipped`` agent of ``bench`` and
 ``league``) plays with when it is given ``--variant`` and no model of its own.
 
-Standard backgammon's is ``bgtrain-gen9.pt``: generation 8 (``bgtrain-supervised.pt``, three networks a
+Standard backgammon's is ``bgtrain-gen9-deep.pt``: generation 8 (``bgtrain-supervised.pt``, three networks a
 phase) distilled into one network a phase (``bgtrain-distilled.pt``, about three times faster), re-distilled
 from its own 1-ply and one step of expert iteration further (``bgtrain-iterated.pt``), taught by two
 teachers at once, its own 1-ply and GNU Backgammon's (``bgtrain-two-teachers.pt``), three more such steps
-(the last with a loss on the differences between a roll's plays), then by its own 2-ply (ahead of
-``bgtrain-two-teachers.pt`` in games, at its speed); each other variant's
+(the last with a loss on the differences between a roll's plays), then by its own 2-ply
+(``bgtrain-gen9.pt``), and last its contact network given a narrow second hidden layer (64 units) trained on
+more 2-ply labels, its own and GNU Backgammon's (ahead of ``bgtrain-gen9.pt`` in games, at about its speed); each other variant's
 is the TD self-play model ``bgtrain-<variant>.pt`` that ``configs/<variant>.toml`` trains (lineage and
 measured strength in ``checkpoints/README.md``).
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from engine.variants import get_rules
 
 CHECKPOINTS = Path("checkpoints")
-STANDARD_MODEL = CHECKPOINTS / "bgtrain-gen9.pt"
+STANDARD_MODEL = CHECKPOINTS / "bgtrain-gen9-deep.pt"
 # The variants with a model of their own; acey-deucey-single (the other reading of acey-deucey's pay) has none.
 SHIPPED_VARIANTS = ("backgammon", "nackgammon", "hypergammon", "hypergammon2", "hypergammon1", "dutch", "acey-deucey",
                     "play-to-lose")
