@@ -424,22 +424,30 @@ def test_a_phase_kept_untrained_is_its_starts_network_in_the_model(generation, t
     assert networks["race"]["sha256"] == file_sha256(plan.init_path("race"))
 
 
+DEEPENED_SOURCE = "checkpoints/bgtrain-distilled.pt"
+
+
+def _deepened_contact_plan(generation, tmp_path, **contact):
+    """A plan whose contact network starts from the distilled model's contact network deepened as ``contact``
+    says (one epoch on a self-play dataset), crashed trained, race kept: its data, datasets and stages."""
+    data, datasets = _networks_only(generation, tmp_path)
+    data["phases"]["contact"] = {**data["phases"]["contact"], "datasets": [str(datasets / "selfplay-s1")],
+                                 "encoder": "gnubg_contact", "activation": "sigmoid-relu", "init_from": DEEPENED_SOURCE,
+                                 "init_member": 0, "deepen": 1, "epochs": 1, **contact}
+    data["phases"]["crashed"]["datasets"] = [str(datasets / "relabelled-s1")]
+    data["phases"]["race"] = {"train": False, "init_from": DEEPENED_SOURCE, "init_member": 0}
+    plan = plan_from_dict(data)
+    return data, datasets, plan, {stage.name: stage for stage in plan_stages(plan, RunOptions())}
+
+
 def test_a_phase_started_from_a_deepened_member_trains_the_deeper_network(generation, tmp_path):
     """deepen = 1: the contact network starts from the distilled model's contact network with one more hidden
     layer that passes it through (its function at the start), and the model holds the trained deeper one."""
-    data, datasets = _networks_only(generation, tmp_path)
-    source = "checkpoints/bgtrain-distilled.pt"
-    data["phases"]["contact"] = {**data["phases"]["contact"], "datasets": [str(datasets / "selfplay-s1")],
-                                 "encoder": "gnubg_contact", "hidden": [512, 512], "activation": "sigmoid-relu",
-                                 "init_from": source, "init_member": 0, "deepen": 1, "epochs": 1}
-    data["phases"]["crashed"]["datasets"] = [str(datasets / "relabelled-s1")]
-    data["phases"]["race"] = {"train": False, "init_from": source, "init_member": 0}
-    plan = plan_from_dict(data)
-    stages = {stage.name: stage for stage in plan_stages(plan, RunOptions())}
+    data, datasets, plan, stages = _deepened_contact_plan(generation, tmp_path, hidden=[512, 512])
     assert "deeper=1" in stages["init:contact"].commands[0][-1]
     run(plan, Recorder())
     start = load_model(plan.init_path("contact")).model
-    member = load_model(ROOT / source).model.phases["contact"]
+    member = load_model(ROOT / DEEPENED_SOURCE).model.phases["contact"]
     board = load_datasets([str(datasets / "selfplay-s1")]).positions[:64]
     torch.testing.assert_close(start.evaluate(board), member.evaluate(board), rtol=0, atol=1e-6)
     contact = load_model(tmp_path / "gen" / "tiny.pt").model.phases["contact"]
@@ -458,20 +466,11 @@ def test_a_phase_started_from_a_deepened_member_trains_the_deeper_network(genera
 def test_a_narrower_deepened_start_is_written_from_the_phase_seed_and_named_in_the_lineage(generation, tmp_path):
     """deepen_width: the init stage writes the member with a narrower random layer under the phase's seed (its
     command says so), and training starts from it."""
-    data, datasets = _networks_only(generation, tmp_path)
-    source = "checkpoints/bgtrain-distilled.pt"
-    data["phases"]["contact"] = {**data["phases"]["contact"], "datasets": [str(datasets / "selfplay-s1")],
-                                 "encoder": "gnubg_contact", "hidden": [512, 8], "activation": "sigmoid-relu",
-                                 "init_from": source, "init_member": 0, "deepen": 1, "deepen_width": 8,
-                                 "epochs": 1, "seed": 31}
-    data["phases"]["crashed"]["datasets"] = [str(datasets / "relabelled-s1")]
-    data["phases"]["race"] = {"train": False, "init_from": source, "init_member": 0}
-    plan = plan_from_dict(data)
-    stages = {stage.name: stage for stage in plan_stages(plan, RunOptions())}
+    _, _, plan, stages = _deepened_contact_plan(generation, tmp_path, hidden=[512, 8], deepen_width=8, seed=31)
     assert "deeper=1, width=8, seed=31" in stages["init:contact"].commands[0][-1]
     run(plan, Recorder())
     start = load_model(plan.init_path("contact")).model
-    member = load_model(ROOT / source).model.phases["contact"]
+    member = load_model(ROOT / DEEPENED_SOURCE).model.phases["contact"]
     assert start.hidden_sizes == (512, 8)
     assert torch.equal(start.hidden_layers[0].weight, member.hidden_layers[0].weight)
     contact = load_model(tmp_path / "gen" / "tiny.pt").model.phases["contact"]
