@@ -8,9 +8,9 @@ from its own 1-ply and one step of expert iteration further (``bgtrain-iterated.
 teachers at once, its own 1-ply and GNU Backgammon's (``bgtrain-two-teachers.pt``), three more such steps
 (the last with a loss on the differences between a roll's plays), then by its own 2-ply
 (``bgtrain-gen9.pt``), and last its contact network given a narrow second hidden layer (64 units) trained on
-more 2-ply labels, its own and GNU Backgammon's (ahead of ``bgtrain-gen9.pt`` in games, at about its speed); each other variant's
-is the TD self-play model ``bgtrain-<variant>.pt`` that ``configs/<variant>.toml`` trains (lineage and
-measured strength in ``checkpoints/README.md``).
+more 2-ply labels, its own and GNU Backgammon's (ahead of ``bgtrain-gen9.pt`` in games, at about its speed);
+each other variant's is the TD self-play model ``bgtrain-<variant>.pt`` that ``configs/<variant>.toml`` trains
+(lineage and measured strength in ``checkpoints/README.md``).
 """
 
 from __future__ import annotations
