@@ -479,6 +479,26 @@ def test_a_narrower_deepened_start_is_written_from_the_phase_seed_and_named_in_t
     assert networks["contact"]["init_from"].endswith("1 hidden layer(s) deeper, 8 wide, random")
 
 
+def test_a_widened_start_keeps_the_members_units_and_is_named_in_the_lineage(generation, tmp_path):
+    """widen: the init stage gives the member more first-layer units (its own kept) before the narrower random
+    layer of deepen_width, under the phase's seed, and the lineage says so; widen needs init_member."""
+    data, _, plan, stages = _deepened_contact_plan(generation, tmp_path, hidden=[520, 8], widen=520, deepen_width=8,
+                                                   seed=31)
+    assert "deeper=1, width=8, seed=31, wider=520" in stages["init:contact"].commands[0][-1]
+    run(plan, Recorder())
+    start = load_model(plan.init_path("contact")).model
+    member = load_model(ROOT / DEEPENED_SOURCE).model.phases["contact"]
+    assert start.hidden_sizes == (520, 8) and member.hidden_sizes == (512,)
+    assert torch.equal(start.hidden_layers[0].weight[:512], member.hidden_layers[0].weight)
+    assert start.hidden_layers[0].weight[512:].abs().sum() > 0  # the new units see the inputs from the start
+    assert load_model(tmp_path / "gen" / "tiny.pt").model.phases["contact"].hidden_sizes == (520, 8)
+    networks = json.loads((tmp_path / "gen" / "tiny.json").read_text())["networks"]
+    assert networks["contact"]["init_from"].endswith("widened to 520 units, 1 hidden layer(s) deeper, 8 wide, random")
+    data["phases"]["race"] = {**data["phases"]["race"], "init_member": -1, "widen": 1024}
+    with pytest.raises(ValueError, match=r"\[phases.race\] widen = 1024: .* init_member names"):
+        plan_from_dict(data)
+
+
 def test_a_network_out_of_the_model_is_a_step_a_later_one_starts_from(tmp_path):
     """A distillation's first round: trained, started from by the next network, left out of the model."""
     data = tiny_data(tmp_path / "gen")

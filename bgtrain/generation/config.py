@@ -224,6 +224,10 @@ class PhaseSection:
     init_member: int = -1
     """With a phase model as ``init_from``: start from member N of this phase's networks
     (``bgtrain.training.distillation.write_member``); -1 takes ``init_from`` as a single network."""
+    widen: int = 0
+    """With ``init_member``: the member (of one hidden layer) first gets this many hidden units, its own kept and
+    the new ones random under ``seed`` with zero output weights (``bgtrain.training.distillation.widen``);
+    with ``deepen`` after it, ``hidden`` is then ``[widen, ...]`` (``[1024, 64]``); 0 keeps its width."""
     deepen: int = 0
     """With ``init_member``: the member gets this many more hidden layers of its last width that pass it
     through unchanged (``bgtrain.training.distillation.deepen``), so the deeper network starts where the
@@ -529,6 +533,9 @@ def _check_references(plan: GenerationConfig) -> None:
         if section.deepen < 0 or (section.deepen and section.init_member < 0):
             raise ValueError(f"[phases.{key}] deepen = {section.deepen}: a number of layers (0 or more) added to the "
                              "member that init_member names")
+        if section.widen < 0 or (section.widen and section.init_member < 0):
+            raise ValueError(f"[phases.{key}] widen = {section.widen}: the hidden units (0 or more) of the member that "
+                             "init_member names")
         if section.deepen_width < 0 or (section.deepen_width and not section.deepen):
             raise ValueError(f"[phases.{key}] deepen_width = {section.deepen_width}: the width (0 or more) of the "
                              "layers that deepen adds; give deepen too")

@@ -40,7 +40,8 @@ def _network(plan: GenerationConfig, phase: str, member: int, key: str,
     final = plan.network_file(phase, member)
     payload = load_checkpoint(final)
     train, init = records.get(f"train:{key}", {}), records.get(f"init:{key}")
-    deeper = f", {section.deepen} hidden layer(s) deeper" if section.deepen else ""
+    deeper = f", widened to {section.widen} units" if section.widen else ""
+    deeper += f", {section.deepen} hidden layer(s) deeper" if section.deepen else ""
     if section.deepen_width:
         deeper += f", {section.deepen_width} wide, random"
     init_from = (f"{section.init_from}: member {section.init_member} of its {phase} networks{deeper}"

@@ -204,8 +204,10 @@ def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> St
     section = plan.phases[phase][member]
     out = plan.init_path(key)
     deeper = f", deeper={section.deepen}" if section.deepen else ""
-    if section.deepen_width:
+    if section.deepen_width or section.widen:
         deeper += f", width={section.deepen_width}, seed={section.seed}"
+    if section.widen:
+        deeper += f", wider={section.widen}"
     code = ("from bgtrain.training.distillation import write_member; "
             f"write_member({_quoted(section.init_from)}, {_quoted(phase)}, {section.init_member}, {_quoted(out)}{deeper})")
 
@@ -213,7 +215,7 @@ def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> St
         from bgtrain.training.distillation import write_member
 
         context.call(code, lambda: write_member(section.init_from, phase, section.init_member, out,
-                                                  section.deepen, section.deepen_width, section.seed))
+                                                  section.deepen, section.deepen_width, section.seed, section.widen))
 
     return Stage(f"init:{key}", (["python", "-c", code],), (out,), execute)
 

@@ -53,10 +53,11 @@ def phase_member(model: PhaseNetwork, phase: str, index: int) -> ValueNetwork:
 
 
 def write_member(model_path: str | Path, phase: str, index: int, path: str | Path, deeper: int = 0,
-                 width: int = 0, seed: int = 0) -> Path:
+                 width: int = 0, seed: int = 0, wider: int = 0) -> Path:
     """Write member ``index`` of ``phase`` of the phase model at ``model_path`` as a checkpoint of its
-    own at ``path`` (the start of a student: ``[supervised] init_from``), with ``deeper`` more hidden
-    layers (``deepen``, ``width`` units each and random under ``seed`` when narrower) when it is above 0."""
+    own at ``path`` (the start of a student: ``[supervised] init_from``): first widened to ``wider`` hidden
+    units (``widen``, new units random under ``seed``) when that is above 0, then with ``deeper`` more hidden
+    layers (``deepen``, ``width`` units each and random under ``seed`` when narrower) when that is above 0."""
     loaded = load_model(model_path)
     model, payload = loaded.model, loaded.payload
     if not isinstance(model, PhaseNetwork):
@@ -66,11 +67,15 @@ def write_member(model_path: str | Path, phase: str, index: int, path: str | Pat
     counters = counters[index] if isinstance(counters, list) else counters
     source = {"model": str(model_path), "phase": phase, "member": index}
     config = payload["config"]
+    if wider:
+        member = widen(member, wider, seed)
+        source["widened_to"] = wider
     if deeper:
         member = deepen(member, deeper, width, seed)
         source["deepened_by"] = deeper
         if width:
             source["deepened_width"] = width
+    if wider or deeper:
         counters = None  # a new architecture: its training starts now
         if isinstance(config.get("model"), dict):
             config = {**config, "model": {**config["model"], "hidden": list(member.hidden_sizes),
