@@ -81,6 +81,21 @@ def test_a_widened_student_computes_what_it_did_and_its_new_units_train(tmp_path
         widen(ValueNetwork("tesauro198", (8, 4)), 12)
 
 
+def test_a_member_widened_then_deepened_at_its_new_width_computes_what_it_did(tmp_path):
+    """write_member(wider=...): widened first (zero output weights), then the identity layers of deepen at the new
+    width: the start is still the member's function, and the checkpoint names both steps."""
+    torch.manual_seed(4)
+    shallow = ValueNetwork("gnubg_contact", (16,)).eval()
+    paths = [save(shallow, tmp_path / "contact.pt", games=5), save(ValueNetwork("gnubg_race", (8,)), tmp_path / "race.pt", 1)]
+    model_path = combine_checkpoints(paths[0], paths[0], paths[1], tmp_path / "phases.pt")
+    loaded = load_model(write_member(model_path, "contact", 0, tmp_path / "wide.pt", deeper=1, seed=3, wider=24))
+    assert loaded.model.hidden_sizes == (24, 24) and loaded.payload["config"]["model"]["hidden"] == [24, 24]
+    assert loaded.payload["source"]["widened_to"] == 24 and loaded.payload["source"]["deepened_by"] == 1
+    torch.testing.assert_close(loaded.model.evaluate(boards()), shallow.evaluate(boards()), rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="one hidden layer"):  # a deepened member is not widened
+        widen(loaded.model, 32)
+
+
 def test_a_deepened_student_computes_what_it_did_and_its_new_layer_trains(tmp_path):
     torch.manual_seed(3)
     shallow = ValueNetwork("gnubg_contact", (16,)).eval()
