@@ -204,8 +204,10 @@ def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> St
     section = plan.phases[phase][member]
     out = plan.init_path(key)
     deeper = f", deeper={section.deepen}" if section.deepen else ""
+    if section.deepen_width:
+        deeper += f", width={section.deepen_width}"
     if section.deepen_width or section.widen:
-        deeper += f", width={section.deepen_width}, seed={section.seed}"
+        deeper += f", seed={section.seed}"  # the random layers' and units' start
     if section.widen:
         deeper += f", wider={section.widen}"
     code = ("from bgtrain.training.distillation import write_member; "
