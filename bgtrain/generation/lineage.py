@@ -40,11 +40,11 @@ def _network(plan: GenerationConfig, phase: str, member: int, key: str,
     final = plan.network_file(phase, member)
     payload = load_checkpoint(final)
     train, init = records.get(f"train:{key}", {}), records.get(f"init:{key}")
-    deeper = f", widened to {section.widen} units" if section.widen else ""
-    deeper += f", {section.deepen} hidden layer(s) deeper" if section.deepen else ""
+    reshaped = f", widened to {section.widen} units" if section.widen else ""
+    reshaped += f", {section.deepen} hidden layer(s) deeper" if section.deepen else ""
     if section.deepen_width:
-        deeper += f", {section.deepen_width} wide, random"
-    init_from = (f"{section.init_from}: member {section.init_member} of its {phase} networks{deeper}"
+        reshaped += f", {section.deepen_width} wide, random"
+    init_from = (f"{section.init_from}: member {section.init_member} of its {phase} networks{reshaped}"
                  if section.init_member >= 0 else section.init_from or "scratch")
     if not section.train:
         return {"phase": phase, "trained": False, "init_from": init_from, "start": plan.start(phase, member),

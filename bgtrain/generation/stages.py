@@ -203,21 +203,19 @@ def _plays_stage(plan: GenerationConfig, entry: PlaysSection, threads: Words, op
 def _init_stage(plan: GenerationConfig, phase: str, member: int, key: str) -> Stage:
     section = plan.phases[phase][member]
     out = plan.init_path(key)
-    deeper = f", deeper={section.deepen}" if section.deepen else ""
-    if section.deepen_width:
-        deeper += f", width={section.deepen_width}"
-    if section.deepen_width or section.widen:
-        deeper += f", seed={section.seed}"  # the random layers' and units' start
-    if section.widen:
-        deeper += f", wider={section.widen}"
+    # write_member's reshaping arguments, given where set: the command shown and the call made are the same.
+    random_start = section.deepen_width or section.widen  # the seed draws only new random layers and units
+    reshape = {"deeper": section.deepen, "width": section.deepen_width,
+               "seed": section.seed if random_start else 0, "wider": section.widen}
+    reshape = {name: value for name, value in reshape.items() if value}
+    arguments = "".join(f", {name}={value}" for name, value in reshape.items())
     code = ("from bgtrain.training.distillation import write_member; "
-            f"write_member({_quoted(section.init_from)}, {_quoted(phase)}, {section.init_member}, {_quoted(out)}{deeper})")
+            f"write_member({_quoted(section.init_from)}, {_quoted(phase)}, {section.init_member}, {_quoted(out)}{arguments})")
 
     def execute(context: Context, resuming: bool) -> None:
         from bgtrain.training.distillation import write_member
 
-        context.call(code, lambda: write_member(section.init_from, phase, section.init_member, out,
-                                                  section.deepen, section.deepen_width, section.seed, section.widen))
+        context.call(code, lambda: write_member(section.init_from, phase, section.init_member, out, **reshape))
 
     return Stage(f"init:{key}", (["python", "-c", code],), (out,), execute)
 
