@@ -234,7 +234,8 @@ def test_a_dataset_made_from_another_runs_after_its_source(tmp_path):
     (lambda data: data.update(extra={}), "unknown section [extra]"),
     (lambda data: data["phases"]["contact"].update(init_from="network:race"), "name a network trained before"),
     (lambda data: data["pruning"].update(positions=["elsewhere@2"]), "[pruning] positions: 'elsewhere' is no dataset"),
-    (lambda data: data["pruning"].update(hidden=0), "[pruning] hidden and epochs must be >= 1"),
+    (lambda data: data["pruning"].update(hidden=0), "[pruning] hidden, epochs and min_positions must be >= 1"),
+    (lambda data: data["pruning"].update(min_positions=0), "[pruning] hidden, epochs and min_positions must be >= 1"),
     (lambda data: data["phases"]["race"].update(train=False, init_from="", init_member=-1),
      "[phases.race] train = false keeps its start: give init_from"),
 ])

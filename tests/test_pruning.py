@@ -24,6 +24,7 @@ from bgtrain.values.pruning import PlayPruning, pruned_best_plays, pruning_score
 from bgtrain.values.static_value import NetworkValue, StaticValue
 from engine.dice import ALL_ROLLS
 from engine.movegen import legal_afterstates, rank_per_position
+from engine.position_id import decode_position_id
 from engine.random_play import sample_positions
 from engine.rules import STANDARD
 
@@ -163,7 +164,7 @@ def test_a_model_with_pruning_networks_exports_its_main_networks(tmp_path, check
 
 def test_fitted_pruning_networks_follow_the_model(model):
     boards, _ = sample_positions(3000, seed=4, games=64, turns=60)
-    settings = PruningTraining(hidden=8, epochs=3, batch_size=64, learning_rate=0.01, heldout=0.2)
+    settings = PruningTraining(hidden=8, epochs=3, batch_size=64, learning_rate=0.01, heldout=0.2, min_positions=10)
     networks, report = fit_pruning_networks(model, boards, settings, STANDARD)
     assert set(report) == {"contact", "crashed", "race"}
     test = sample_positions(500, seed=5, games=32, turns=40)[0]
@@ -184,8 +185,14 @@ def test_cli_prune_fits_attaches_and_eval_uses_it(tmp_path, capsys, checkpoint):
     entry = write_shard(directory, 0, tensors)
     write_manifest(directory, {"format": "bgtrain-dataset", "format_version": 1, "shards": [entry]})
     out = tmp_path / "pruned.pt"
+    # A phase with fewer positions than a pruning network needs to rank its plays is refused by name.
     assert main(["prune", str(checkpoint), "--positions", str(directory), "--out", str(out), "--hidden", "4",
-                 "--epochs", "1", "--threads", "1"]) == 0
+                 "--epochs", "1", "--threads", "1"]) == 2
+    refusal = capsys.readouterr().err
+    assert "position(s), fewer than the 10,000 a phase needs" in refusal and "Traceback" not in refusal
+    assert not out.exists()
+    assert main(["prune", str(checkpoint), "--positions", str(directory), "--out", str(out), "--hidden", "4",
+                 "--epochs", "1", "--threads", "1", "--min-positions", "10"]) == 0
     printed = capsys.readouterr().out
     assert "contact" in printed and "race" in printed and f"wrote {out}" in printed
     assert load_model(out).pruning is not None
@@ -209,3 +216,27 @@ def test_pruning_networks_travel_to_workers(tmp_path, checkpoint, pruning, posit
         assert torch.equal(pruning_from_recipe(recipe, "cpu").evaluate(positions), pruning.evaluate(positions))
     worker = evaluator_from_recipe(model_file_recipe(path), "cpu")
     assert worker.play_pruning == PlayPruning()
+
+
+def test_the_shipped_models_pruned_search_finds_the_opponents_escape_from_a_backgammon():
+    # X on roll bears off his last four checkers in one roll only with 22, 33, 44, 55 or 66 (11 leaves one);
+    # O escapes both checkers from X's home board with any roll he gets. So X wins a backgammon with 5/36.
+    #  +13-14-15-16-17-18------19-20-21-22-23-24-+     O: 147 pips, 0 off
+    #  |                  |   | O  O     O  O    |
+    #  |                  |   | O  O     O  O    |
+    #  |                  |   |                  |
+    #  |                  |BAR|                  |     X on roll
+    #  |                  |   |                X | XX
+    #  | O                |   | O              X | XX
+    #  | O        O  O  O |   | O           X  X | XXX
+    #  +12-11-10--9--8--7-------6--5--4--3--2--1-+     X: 5 pips, 11 off
+    # The 2-ply search values O's replies through the pruning networks' best five: the default's race network
+    # fitted on 3,525 positions kept none of the escapes and put the backgammon at 0.95.
+    board = decode_position_id("NhswqgEXAAAAAA").unsqueeze(0)
+    for model in ("checkpoints/bgtrain-gen9-deep.pt", "checkpoints/bgtrain-gen9.pt"):
+        evaluator = Evaluator.from_path(model)
+        assert evaluator.pruning_networks is not None
+        for ply in (1, 2):
+            outcomes = evaluator.probabilities(board, ply)[0]
+            assert outcomes[1] == pytest.approx(1.0, abs=1e-4), (model, ply)  # every game a gammon
+            assert outcomes[2] == pytest.approx(5 / 36, abs=0.01), (model, ply)

@@ -28,6 +28,7 @@ from bgtrain.datasets.selection import SelectionSettings
 from bgtrain.training.config import Config, config_from_dict
 from bgtrain.training.config import _convert as convert_field
 from bgtrain.training.config import _unknown_key as unknown_key
+from bgtrain.training.pruning import MIN_POSITIONS
 from engine.position_kinds import PHASE_NAMES
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a stage name part and a directory name
@@ -264,10 +265,13 @@ class PruningSection:
     hidden: int = 64
     epochs: int = 12
     seed: int = 1
+    min_positions: int = MIN_POSITIONS
+    """Fewest positions of a phase to fit its network on (``bgtrain.training.pruning.MIN_POSITIONS``)."""
 
     def __post_init__(self) -> None:
-        if self.hidden < 1 or self.epochs < 1:
-            raise ValueError(f"[pruning] hidden and epochs must be >= 1, not {self.hidden} and {self.epochs}")
+        if self.hidden < 1 or self.epochs < 1 or self.min_positions < 1:
+            raise ValueError(f"[pruning] hidden, epochs and min_positions must be >= 1, not {self.hidden}, "
+                             f"{self.epochs} and {self.min_positions}")
 
     @property
     def enabled(self) -> bool:

@@ -264,7 +264,7 @@ def _prune_stage(plan: GenerationConfig, threads: Words) -> Stage:
     words = ["prune", str(phase_model_path(plan)), "--positions",
              *[dataset_reference(plan, reference) for reference in section.positions], "--out", str(out),
              "--encoder", section.encoder, "--hidden", str(section.hidden), "--epochs", str(section.epochs),
-             "--seed", str(section.seed), *threads]
+             "--seed", str(section.seed), "--min-positions", str(section.min_positions), *threads]
     return Stage("prune", (bgtrain_words(words),), (out,), lambda context, resuming: context.run(words))
 
 

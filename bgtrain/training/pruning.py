@@ -32,13 +32,19 @@ from engine.position_kinds import PHASE_NAMES, PHASES, position_phases
 from engine.rules import Rules
 
 LABEL_CHUNK = 65536  # positions labelled by the model at once
+# A phase's pruning network fitted on a few thousand positions ranks that phase's plays far from the model it
+# prunes for, and the search then values the replies it keeps instead of the best: the default's race network
+# of 3,525 positions (equity rms 0.41 against the model) made its 2-ply race error 0.67 x 1000, worse than its
+# 0-ply's 0.59; refitted on 203,165 (rms 0.048), 0.11. Positions after plays of every phase are free to make.
+MIN_POSITIONS = 10_000
 
 
 @dataclass(frozen=True)
 class PruningTraining:
     """How the pruning networks are fitted: ``encoder`` and ``hidden`` units of each phase's network,
     ``epochs`` over the positions in minibatches of ``batch_size``, Adam at ``learning_rate`` decaying
-    (cosine) to a hundredth, a ``heldout`` share of the positions kept out to measure, ``seed``."""
+    (cosine) to a hundredth, a ``heldout`` share of the positions kept out to measure, ``seed``; a phase
+    with fewer than ``min_positions`` positions is refused (``MIN_POSITIONS``)."""
 
     encoder: str = "tesauro198"
     hidden: int = 16
@@ -47,9 +53,10 @@ class PruningTraining:
     learning_rate: float = 0.003
     heldout: float = 0.05
     seed: int = 1
+    min_positions: int = MIN_POSITIONS
 
     def __post_init__(self) -> None:
-        for name in ("hidden", "epochs", "batch_size"):
+        for name in ("hidden", "epochs", "batch_size", "min_positions"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"pruning training: {name} must be an integer >= 1, not {value!r}")
@@ -111,9 +118,10 @@ def fit_pruning_networks(model, positions: torch.Tensor, settings: PruningTraini
     networks, report = {}, {}
     for kind, name in zip(PHASES, PHASE_NAMES):
         rows = positions[phase == kind]
-        if rows.shape[0] < 2:
-            raise ValueError(f"pruning training: the positions hold {rows.shape[0]} {name} position(s); "
-                             "every phase needs some (use a dataset of all kinds)")
+        if rows.shape[0] < settings.min_positions:
+            raise ValueError(f"pruning training: the positions hold {rows.shape[0]:,} {name} position(s), fewer "
+                             f"than the {settings.min_positions:,} a phase needs to rank its plays (add a dataset "
+                             f"with {name} positions, e.g. `bgtrain dataset plays` of {name} self-play)")
         networks[name], report[name] = fit_network(rows, model_labels(model, rows, rules), settings, rules)
     return PhaseNetwork(networks).eval(), report
 
