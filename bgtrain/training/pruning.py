@@ -115,13 +115,15 @@ def fit_pruning_networks(model, positions: torch.Tensor, settings: PruningTraini
     """A pruning network a phase, fitted to ``model``'s 0-ply on the ``positions`` of that phase
     (``int8[N, 28]``, side to move), and each phase's held-out figures (``fit_network``)."""
     phase = position_phases(positions)
+    counts = {name: int((phase == kind).sum()) for kind, name in zip(PHASES, PHASE_NAMES)}
+    for name, count in counts.items():  # every phase checked before any is fitted
+        if count < settings.min_positions:
+            raise ValueError(f"pruning training: the positions hold {count:,} {name} position(s), fewer than the "
+                             f"{settings.min_positions:,} a phase needs to rank its plays (add a dataset with {name} "
+                             f"positions, e.g. `bgtrain dataset plays` of {name} self-play, or lower min_positions)")
     networks, report = {}, {}
     for kind, name in zip(PHASES, PHASE_NAMES):
         rows = positions[phase == kind]
-        if rows.shape[0] < settings.min_positions:
-            raise ValueError(f"pruning training: the positions hold {rows.shape[0]:,} {name} position(s), fewer "
-                             f"than the {settings.min_positions:,} a phase needs to rank its plays (add a dataset "
-                             f"with {name} positions, e.g. `bgtrain dataset plays` of {name} self-play)")
         networks[name], report[name] = fit_network(rows, model_labels(model, rows, rules), settings, rules)
     return PhaseNetwork(networks).eval(), report
 
