@@ -219,3 +219,55 @@ def test_cli_relabel(tmp_path, capsys):
     assert manifest["source_model"] == "checkpoints/bgtrain-default.pt"
     assert main(["dataset", "relabel", str(tmp_path / "missing"), "--out", str(out)]) == 2
     assert "no dataset at" in capsys.readouterr().err
+
+
+class RecordingAgent:
+    """Pubeval's plays, remembering the seat and board of every game it was asked to move in."""
+
+    def __init__(self) -> None:
+        from bgtrain.arena.agents import PubevalAgent
+
+        self.name, self.agent, self.seats, self.boards = "recording", PubevalAgent(), [], []
+
+    def choose(self, state, afterstates):
+        self.seats.append(state.seat.clone())
+        self.boards.append(state.board.clone())
+        return self.agent.choose(state, afterstates)
+
+
+def test_against_an_opponent_only_the_models_turns_are_taken(tmp_path, evaluator, monkeypatch):
+    import bgtrain.datasets.generate as generate_module
+    from engine.rules import STANDARD
+
+    settings = GenerationSettings(**{**SETTINGS.__dict__, "select_ply": 0, "opponent": "pubeval"})
+    whole = generate(tmp_path / "whole", evaluator, settings)
+    assert whole["settings"]["opponent"] == "pubeval" and whole["positions"] == 50
+    # Resumable and deterministic as self-play is, and other positions than self-play's.
+    generate(tmp_path / "resumed", evaluator, settings, stop_after_shards=1)
+    generate(tmp_path / "resumed", evaluator, settings)
+    positions = load_datasets(tmp_path / "whole").positions
+    assert torch.equal(load_datasets(tmp_path / "resumed").positions, positions)
+    self_play = generate(tmp_path / "self", evaluator, GenerationSettings(**{**SETTINGS.__dict__, "select_ply": 0}))
+    assert "opponent" not in self_play["settings"]  # self-play manifests read as before opponents existed
+    assert not torch.equal(load_datasets(tmp_path / "self").positions, positions)
+    with pytest.raises(ValueError, match="another settings"):
+        generate(tmp_path / "self", evaluator, settings)
+
+    # The opponent moves seat 1 alone, and none of the positions it moved from is a candidate.
+    recording = RecordingAgent()
+    monkeypatch.setattr(generate_module, "shared_agent", lambda spec, rules: recording)
+    generate(tmp_path / "recorded", evaluator, settings)
+    assert torch.equal(load_datasets(tmp_path / "recorded").positions, positions)
+    assert len(recording.seats) > 20 and all(bool((seats == 1).all()) for seats in recording.seats)
+    start = tuple(STANDARD.start_board("cpu").tolist())  # either seat may open a game from it
+    asked = {tuple(board) for boards in recording.boards for board in boards.tolist()} - {start}
+    taken = {tuple(board) for board in positions.tolist()} - {start}
+    assert len(asked) > 200 and len(taken) > 40 and not asked & taken
+
+
+def test_cli_generate_refuses_an_unknown_opponent(tmp_path, capsys):
+    code = main(["dataset", "generate", "--model", "checkpoints/bgtrain-default.pt", "--out", str(tmp_path / "d"),
+                 "--positions", "10", "--opponent", "gnubg:7ply", "--no-progress"])
+    assert code == 2
+    assert "gnubg plays at 0ply, 1ply, 2ply, not 7ply" in capsys.readouterr().err
+    assert not (tmp_path / "d" / "manifest.json").exists()

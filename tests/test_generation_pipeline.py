@@ -355,6 +355,19 @@ def test_a_plays_dataset_runs_bgtrain_dataset_plays(tmp_path):
         plan_from_dict(data)
 
 
+def test_a_dataset_against_an_opponent_runs_generate_with_it(tmp_path):
+    data = tiny_data(tmp_path / "gen")
+    plan = plan_from_dict(data)
+    data["datasets"][0]["opponent"] = "gnubg:0ply"
+    against = plan_from_dict(data)
+    words = {stage.name: stage for stage in plan_stages(against, RunOptions())}["dataset:selfplay-s1"].commands[0]
+    assert words[words.index("--opponent") + 1] == "gnubg:0ply"
+    plain = {stage.name: stage for stage in plan_stages(plan, RunOptions())}["dataset:selfplay-s1"].commands[0]
+    assert "--opponent" not in plain
+    # A plan of self-play datasets keeps the digest it had before opponents existed.
+    assert "opponent" not in plan.to_dict()["datasets"][0] and against.digest != plan.digest
+
+
 def test_gnubg_opponents_are_skipped_without_its_bindings(tmp_path, monkeypatch):
     plan = plan_from_dict(tiny_data(tmp_path / "gen"))
     stages = {stage.name: stage for stage in plan_stages(plan, RunOptions())}

@@ -84,6 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--keep-agreeing", type=float, default=0.25)
     generate.add_argument("--kinds", default="", metavar="KIND[,KIND...]",
                           help="take only positions of these kinds (contact, crashed, race); default: all")
+    generate.add_argument("--opponent", metavar="AGENT", default="",
+                          help="play the model against this agent (e.g. gnubg:0ply) instead of itself; only the "
+                               "model's own turns are candidates")
     add_device(generate)
     add_threads(generate)
     generate.add_argument("--no-progress", action="store_true")
@@ -167,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dataset: the positions of {args.source} where its label and {views} disagree: {written}")
         return 0
 
+    from bgtrain.arena.specs import shared_agent
     from bgtrain.datasets.generate import GenerationSettings, generate_dataset
     from bgtrain.datasets.labellers import GnubgLabeller, PlyLabeller, labeller_from_spec
     from bgtrain.values.evaluator import Evaluator
@@ -204,9 +208,11 @@ def run(args: argparse.Namespace) -> int:
         positions=args.positions, shard_size=args.shard_size, seed=args.seed, games_in_parallel=args.games,
         epsilon=args.epsilon, temperature=args.temperature, sample_rate=args.sample_rate,
         select_ply=args.select_ply, select_threshold=args.select_threshold, keep_agreeing=args.keep_agreeing,
-        kinds=tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip()),
+        kinds=tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip()), opponent=args.opponent.strip(),
     )
     evaluator = Evaluator.from_path(args.model, args.device)
+    if settings.opponent:
+        shared_agent(settings.opponent, evaluator.rules)  # an unknown agent: its one-line error, now
     kind, _, argument = args.labeller.partition(":")
     if kind == "ply" and argument.isdigit():
         labeller = PlyLabeller(evaluator, int(argument), args.model)  # shares the self-play evaluator

@@ -18,6 +18,11 @@ Per turn of ``games_in_parallel`` games in lock step:
   drawn with probability proportional to exp(equity / temperature); with probability ``epsilon`` a
   uniformly random legal play instead, for diversity.
 
+With an ``opponent`` (an agent spec of ``bgtrain.arena.specs``, e.g. ``gnubg:0ply``) the model plays
+seat 0 of every game and the opponent seat 1 (the opening roll decides who starts, so each starts half
+the games), and only the model's own turns are candidates: the decisions it meets against that opponent,
+after the opponent's plays, rather than after its own as in self-play.
+
 Selection (``select_ply`` > 0): a candidate is kept when its cubeless equity at ``select_ply`` differs
 from its 0-ply equity by more than ``select_threshold`` (the positions the network gets wrong), and
 otherwise with probability ``keep_agreeing``. The labeller then labels the kept positions; a ply
@@ -34,6 +39,8 @@ from typing import Any
 
 import torch
 
+from bgtrain.arena.duel import choose_moves
+from bgtrain.arena.specs import shared_agent
 from bgtrain.datasets.labellers import Labeller, PlyLabeller
 from bgtrain.datasets.shards import (
     DATASET_LOCK,
@@ -56,6 +63,7 @@ from engine.position_kinds import PHASE_NAMES, position_kinds
 from engine.random_play import random_choice
 
 CANDIDATE_KINDS = PHASE_NAMES  # the kinds ``kinds`` may name
+MODEL_SEAT = 0  # the model's seat in games against an opponent (the opponent's is 1)
 CANDIDATE_CHUNK = 2048  # candidates selected and labelled at once (fewer for a smaller shard)
 
 
@@ -79,6 +87,9 @@ class GenerationSettings:
     kinds: tuple[str, ...] = ()
     """Position kinds taken as candidates (``CANDIDATE_KINDS``: contact, crashed, race); empty: every
     kind. A race-only dataset for a race network, say, without labelling the contact positions too."""
+    opponent: str = ""
+    """An agent spec (``bgtrain.arena.specs``) the model plays against instead of itself; empty: self-play.
+    Only the model's own turns are candidates."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", tuple(self.kinds))  # a list from JSON or TOML
@@ -179,8 +190,12 @@ def dataset_header(labeller: dict[str, Any], source_model: str, rules: str, sett
 
 
 def settings_description(settings: GenerationSettings) -> dict[str, Any]:
-    """``settings`` as the manifest stores them (plain JSON data: ``kinds`` a list)."""
-    return {**dataclasses.asdict(settings), "kinds": list(settings.kinds)}
+    """``settings`` as the manifest stores them (plain JSON data: ``kinds`` a list; no ``opponent`` for
+    self-play, so that the manifests of datasets made before opponents existed still describe them)."""
+    described = {**dataclasses.asdict(settings), "kinds": list(settings.kinds)}
+    if not settings.opponent:
+        del described["opponent"]
+    return described
 
 
 def open_dataset(directory: Path, header: dict[str, Any]) -> dict[str, Any]:
@@ -241,10 +256,13 @@ def generate_shard(evaluator: Evaluator, labeller: Labeller, settings: Generatio
     have = candidates = 0
     label_seconds = 0.0
     wanted_kinds = kind_codes(settings.kinds, "dataset")
+    opponent = shared_agent(settings.opponent, rules) if settings.opponent else None
     for _ in range(settings.burn_in_turns):
-        state = _play_turn(state, evaluator, settings, draws, dice)
+        state = _play_turn(state, evaluator, settings, draws, dice, opponent)
     while have < wanted:
         live = ~state.game_over
+        if opponent is not None:
+            live &= state.seat == MODEL_SEAT
         sampled = live & (torch.rand(state.batch_size, generator=draws) < settings.sample_rate)
         if evaluator.bearoff is not None:
             sampled &= ~evaluator.bearoff.covers(state.board)
@@ -258,7 +276,7 @@ def generate_shard(evaluator: Evaluator, labeller: Labeller, settings: Generatio
             started = time.perf_counter()
             have += _select_and_label(chunk, evaluator, labeller, settings, draws, kept)
             label_seconds += time.perf_counter() - started
-        state = _play_turn(state, evaluator, settings, draws, dice)
+        state = _play_turn(state, evaluator, settings, draws, dice, opponent)
     positions = torch.cat(kept["positions"])[:wanted]
     tensors = {name: torch.cat(values)[:wanted] for name, values in kept.items()}
     tensors["kinds"] = position_kinds(positions).to(torch.int8)
@@ -288,19 +306,43 @@ def _select_and_label(chunk: torch.Tensor, evaluator: Evaluator, labeller: Label
     return int(boards.shape[0])
 
 
-def _play_turn(state, evaluator: Evaluator, settings: GenerationSettings, draws: torch.Generator, dice):
+class _ExploringModel:
+    """The model's own plays as an agent (``bgtrain.arena.agents``): its best by 0-ply equity, softmax
+    plays with ``temperature`` > 0, a random legal play with probability ``epsilon``."""
+
+    name = "model"
+
+    def __init__(self, evaluator: Evaluator, settings: GenerationSettings, draws: torch.Generator) -> None:
+        self.evaluator, self.settings, self.draws = evaluator, settings, draws
+
+    def choose(self, state, afterstates) -> torch.Tensor:
+        settings, draws = self.settings, self.draws
+        equity = cubeless_equity(self.evaluator.afterstate_probabilities(afterstates.boards, 0), self.evaluator.rules)
+        if settings.temperature > 0:
+            # Gumbel-max: the argmax of equity / T plus Gumbel noise is a draw from the softmax.
+            uniform = torch.rand(equity.shape, generator=draws).clamp(1e-12, 1.0 - 1e-7)
+            equity = equity / settings.temperature - torch.log(-torch.log(uniform))
+        choice = argmax_per_position(equity, afterstates)
+        if settings.epsilon > 0:
+            explores = torch.rand(choice.shape[0], generator=draws) < settings.epsilon
+            choice = torch.where(explores, random_choice(afterstates, draws), choice)
+        return choice
+
+
+def _play_turn(state, evaluator: Evaluator, settings: GenerationSettings, draws: torch.Generator, dice,
+               opponent=None):
+    """Every game plays one turn: the model's play, or the opponent's in the games where its seat is to
+    move (then the batch is reordered, the model's movers first; the games are independent and the dice
+    drawn for the batch after the reordering, so a seed still gives one dataset)."""
     rules = evaluator.rules
-    afterstates = legal_afterstates(state.board, state.dice, rules)
-    equity = cubeless_equity(evaluator.afterstate_probabilities(afterstates.boards, 0), rules)
-    if settings.temperature > 0:
-        # Gumbel-max: the argmax of equity / T plus Gumbel noise is a draw from the softmax.
-        uniform = torch.rand(equity.shape, generator=draws).clamp(1e-12, 1.0 - 1e-7)
-        equity = equity / settings.temperature - torch.log(-torch.log(uniform))
-    choice = argmax_per_position(equity, afterstates)
-    if settings.epsilon > 0:
-        explores = torch.rand(choice.shape[0], generator=draws) < settings.epsilon
-        choice = torch.where(explores, random_choice(afterstates, draws), choice)
+    model = _ExploringModel(evaluator, settings, draws)
+    if opponent is None:
+        afterstates = legal_afterstates(state.board, state.dice, rules)
+        choice = model.choose(state, afterstates)
+    else:
+        games = torch.arange(state.batch_size)
+        model_seat = torch.full((state.batch_size,), MODEL_SEAT, dtype=torch.int8)
+        state, _, afterstates, choice = choose_moves(model, opponent, state, games, model_seat, rules)
     state = play(state, afterstates.select(choice), rules, dice)
     finished = state.game_over | (state.turn >= settings.turn_limit)
     return state.where(finished, new_games(rules, state.batch_size, dice))
-

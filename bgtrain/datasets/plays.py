@@ -30,18 +30,17 @@ function of its source shard and the settings, and a killed run resumes as relab
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import torch
 
 from bgtrain.arena.agents import Agent
+from bgtrain.arena.specs import shared_agent
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.evaluator import Evaluator
 from engine.board import flip_board
 from engine.movegen import Afterstates, legal_afterstates, rank_per_position
 from engine.position_facts import mover_finished
-from engine.rules import Rules
 from engine.state import State
 
 PLAY_CHUNK = 4096  # source positions whose plays are generated and valued at once
@@ -70,14 +69,6 @@ class PlaySelection:
         if self.rival is not None:  # a manifest without a rival reads as it did before rivals existed
             described["rival"] = self.rival
         return described
-
-
-@lru_cache(maxsize=4)
-def rival_agent(spec: str, rules: Rules) -> Agent:
-    """The agent ``spec`` names, made once a process (a model or GNU Backgammon's bindings load once)."""
-    from bgtrain.arena.specs import make_agent
-
-    return make_agent(spec, rules)
 
 
 def rival_choices(agent: Agent, positions: torch.Tensor, dice: torch.Tensor, afterstates: Afterstates) -> torch.Tensor:
@@ -109,7 +100,7 @@ def plays_of(positions: torch.Tensor, evaluator: Evaluator, selection: PlaySelec
         drawn = torch.rand(equity.shape[0], generator=generator) < selection.others / rest
         keep = (rank < selection.top) | drawn
         if selection.rival is not None:
-            chosen = afterstates.offsets + rival_choices(rival_agent(selection.rival, rules), chunk, dice, afterstates)
+            chosen = afterstates.offsets + rival_choices(shared_agent(selection.rival, rules), chunk, dice, afterstates)
             best = torch.empty_like(chosen)
             best[afterstates.position[rank == 0]] = (rank == 0).nonzero(as_tuple=True)[0]
             keep[chosen] = True

@@ -112,6 +112,8 @@ class DatasetSection:
     """``ply:N`` or ``rollout:TRIALS[:truncate=K]`` by the self-play model."""
     model: str = ""
     """The model that plays, selects and labels here; default ``[generation] self_play_model``."""
+    opponent: str = ""
+    """An agent (e.g. ``gnubg:0ply``) the model plays against instead of itself; only its own turns are taken."""
 
     def __post_init__(self) -> None:
         _name("datasets", self.name)
@@ -408,6 +410,9 @@ class GenerationConfig:
         for entry in data["plays"]:
             if not entry["rival"]:
                 del entry["rival"]  # and plays without a rival, before rivals existed
+        for entry in data["datasets"]:
+            if not entry["opponent"]:
+                del entry["opponent"]  # and self-play datasets, before opponents existed
         return data
 
     @property

@@ -155,6 +155,8 @@ def _dataset_stage(plan: GenerationConfig, entry: DatasetSection, threads: Words
              "--labeller", entry.labeller]
     if entry.kinds:
         words += ["--kinds", ",".join(entry.kinds)]
+    if entry.opponent:
+        words += ["--opponent", entry.opponent]
     words += [*threads, "--no-progress"]
 
     def execute(context: Context, resuming: bool) -> None:
