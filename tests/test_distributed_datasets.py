@@ -54,7 +54,7 @@ def model_path(tmp_path_factory) -> str:
     return str(path)
 
 
-def in_process(directory, model_path: str, spec: str, **options) -> dict:
+def in_process(directory, model_path: str, spec: str, settings: GenerationSettings = SETTINGS, **options) -> dict:
     """What ``bgtrain dataset generate`` does without an executor (the ply labeller on the self-play
     evaluator, the rollout labeller on its own)."""
     evaluator = Evaluator.from_path(model_path)
@@ -63,7 +63,7 @@ def in_process(directory, model_path: str, spec: str, **options) -> dict:
         from bgtrain.datasets import PlyLabeller
 
         labeller = PlyLabeller(evaluator, int(spec.split(":")[1]), model_path)
-    return generate_dataset(directory, evaluator, labeller, SETTINGS, model_path, progress=False, **options)
+    return generate_dataset(directory, evaluator, labeller, settings, model_path, progress=False, **options)
 
 
 def description(spec: str, model_path: str) -> dict:
@@ -88,6 +88,15 @@ def test_shards_made_on_ray_are_the_in_process_files_to_the_byte(workers, tmp_pa
     assert_same_dataset(tmp_path / "here", tmp_path / "ray")
     if spec.startswith("rollout"):
         assert read_manifest(tmp_path / "ray")["labeller"]["kind"] == "rollout"
+
+
+def test_games_against_an_opponent_made_by_an_executor_are_the_in_process_files(tmp_path, model_path):
+    against = GenerationSettings(**{**SETTINGS.__dict__, "opponent": "pubeval"})
+    in_process(tmp_path / "here", model_path, "ply:1", against)
+    generate_dataset_distributed(tmp_path / "executor", model_path, description("ply:1", model_path), against,
+                                 model_path, progress=False)
+    assert_same_dataset(tmp_path / "here", tmp_path / "executor")
+    assert read_manifest(tmp_path / "executor")["settings"]["opponent"] == "pubeval"
 
 
 def test_a_partial_dataset_is_completed_without_remaking_its_shards(tmp_path, model_path):
