@@ -3,7 +3,7 @@
     bgtrain dataset generate --model M --out DIR --positions N [--shard-size S] [--seed K]
                              [--labeller ply:1] [--epsilon E] [--temperature T] [--sample-rate R]
                              [--select-ply P] [--select-threshold X] [--keep-agreeing F]
-                             [--kinds race]
+                             [--kinds race] [--opponent gnubg:0ply]
                              [--executor process|ray [--address A] [--workers N]]
     bgtrain dataset relabel SOURCE --out DIR [--model M] [--labeller ply:1] [--kinds crashed]
                             [--executor process|ray [--address A] [--workers N]]
@@ -13,9 +13,9 @@
                            [--shard-size 5000] [--seed K]
     bgtrain dataset info DIR [--json]
 
-``generate`` plays noisy self-play games with the model, keeps positions where its 0-ply and its
-``--select-ply`` evaluations disagree by more than ``--select-threshold`` equity (others with
-probability ``--keep-agreeing``), labels them with the labeller (``ply:N``: the model's N-ply
+``generate`` plays noisy self-play games with the model (with ``--opponent``, games against that agent,
+the model's turns taken only), keeps positions where its 0-ply and its ``--select-ply`` evaluations
+disagree by more than ``--select-threshold`` equity (others with probability ``--keep-agreeing``), labels them with the labeller (``ply:N``: the model's N-ply
 evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard errors; ``gnubg:N``: GNU
 Backgammon's N-ply, a teacher outside our models) and writes shards of ``--shard-size`` positions.
 ``--kinds race`` (or ``contact,crashed``) takes only positions of those kinds, for a network of one phase.
