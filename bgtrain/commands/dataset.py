@@ -15,9 +15,10 @@
 
 ``generate`` plays noisy self-play games with the model (with ``--opponent``, games against that agent,
 the model's turns taken only), keeps positions where its 0-ply and its ``--select-ply`` evaluations
-disagree by more than ``--select-threshold`` equity (others with probability ``--keep-agreeing``), labels them with the labeller (``ply:N``: the model's N-ply
-evaluation; ``rollout:TRIALS[:truncate=K]``: rollout means, with their standard errors; ``gnubg:N``: GNU
-Backgammon's N-ply, a teacher outside our models) and writes shards of ``--shard-size`` positions.
+disagree by more than ``--select-threshold`` equity (others with probability ``--keep-agreeing``),
+labels them with the labeller (``ply:N``: the model's N-ply evaluation; ``rollout:TRIALS[:truncate=K]``:
+rollout means, with their standard errors; ``gnubg:N``: GNU Backgammon's N-ply, a teacher outside our
+models) and writes shards of ``--shard-size`` positions.
 ``--kinds race`` (or ``contact,crashed``) takes only positions of those kinds, for a network of one phase.
 Rerun the same command after a kill: complete shards are kept, the rest are written, and the result is
 the same as an uninterrupted run's.
