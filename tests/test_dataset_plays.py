@@ -151,6 +151,17 @@ def test_a_rival_keeps_only_the_rolls_where_it_plays_otherwise_with_its_play_amo
     assert 0 < parted < positions.shape[0]  # where the two always or never parted, this would prove nothing
 
 
+def test_a_random_rival_draws_from_the_shards_own_stream(source, teacher):
+    # The plays of shard k are a function of its positions and seed alone, so a resumed run remakes them.
+    positions = load_datasets([source]).positions
+    selection = PlaySelection(top=1, others=0, rival="random")
+    first = plays_of(positions, teacher, selection, seed=12)
+    again = plays_of(positions, teacher, selection, seed=12)
+    assert all(torch.equal(a, b) for a, b in zip(first, again)) and first[0].shape[0] > 0
+    other = plays_of(positions, teacher, selection, seed=13)
+    assert not torch.equal(first[0], other[0])
+
+
 def test_plays_with_a_rival_from_the_command_line(tmp_path, source):
     model = tiny_checkpoint(tmp_path / "model.pt")
     out = tmp_path / "parted"

@@ -252,10 +252,17 @@ def test_against_an_opponent_only_the_models_turns_are_taken(tmp_path, evaluator
     assert not torch.equal(load_datasets(tmp_path / "self").positions, positions)
     with pytest.raises(ValueError, match="another settings"):
         generate(tmp_path / "self", evaluator, settings)
+    # A random opponent draws from each shard's own stream: a resumed run makes the same shards.
+    random_opponent = GenerationSettings(**{**settings.__dict__, "opponent": "random"})
+    generate(tmp_path / "random", evaluator, random_opponent)
+    generate(tmp_path / "random-resumed", evaluator, random_opponent, stop_after_shards=1)
+    generate(tmp_path / "random-resumed", evaluator, random_opponent)
+    assert torch.equal(load_datasets(tmp_path / "random-resumed").positions,
+                       load_datasets(tmp_path / "random").positions)
 
     # The opponent moves seat 1 alone, and none of the positions it moved from is a candidate.
     recording = RecordingAgent()
-    monkeypatch.setattr(generate_module, "shared_agent", lambda spec, rules: recording)
+    monkeypatch.setattr(generate_module, "make_agent", lambda spec, rules, seed: recording)
     generate(tmp_path / "recorded", evaluator, settings)
     assert torch.equal(load_datasets(tmp_path / "recorded").positions, positions)
     assert len(recording.seats) > 20 and all(bool((seats == 1).all()) for seats in recording.seats)

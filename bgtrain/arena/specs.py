@@ -23,7 +23,6 @@ Modules with optional dependencies are imported only when their form is asked fo
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -91,14 +90,6 @@ def make_agent(
     if model:
         return _model_agent(model, text, rules, device, bearoff)
     raise _unknown(spec)
-
-
-@functools.lru_cache(maxsize=4)
-def shared_agent(spec: str, rules: Rules = STANDARD) -> Agent:
-    """``make_agent(spec, rules)`` made once a process and shared: a model or GNU Backgammon's bindings
-    load once for all the shards a process makes. Only for agents that keep no state between calls
-    (a random agent's generator would carry on from one caller to the next)."""
-    return make_agent(spec, rules)
 
 
 class ModelSpec(NamedTuple):

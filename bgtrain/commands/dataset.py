@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dataset: the positions of {args.source} where its label and {views} disagree: {written}")
         return 0
 
-    from bgtrain.arena.specs import shared_agent
+    from bgtrain.arena.specs import make_agent
     from bgtrain.datasets.generate import GenerationSettings, generate_dataset
     from bgtrain.datasets.labellers import GnubgLabeller, PlyLabeller, labeller_from_spec
     from bgtrain.values.evaluator import Evaluator
@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     )
     evaluator = Evaluator.from_path(args.model, args.device)
     if settings.opponent:
-        shared_agent(settings.opponent, evaluator.rules)  # an unknown agent: its one-line error, now
+        make_agent(settings.opponent, evaluator.rules)  # an unknown agent: its one-line error, now
     kind, _, argument = args.labeller.partition(":")
     if kind == "ply" and argument.isdigit():
         labeller = PlyLabeller(evaluator, int(argument), args.model)  # shares the self-play evaluator

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from bgtrain.arena.duel import choose_moves
-from bgtrain.arena.specs import shared_agent
+from bgtrain.arena.specs import make_agent
 from bgtrain.datasets.labellers import Labeller, PlyLabeller
 from bgtrain.datasets.shards import (
     DATASET_LOCK,
@@ -256,7 +256,8 @@ def generate_shard(evaluator: Evaluator, labeller: Labeller, settings: Generatio
     have = candidates = 0
     label_seconds = 0.0
     wanted_kinds = kind_codes(settings.kinds, "dataset")
-    opponent = shared_agent(settings.opponent, rules) if settings.opponent else None
+    # A fresh agent a shard, seeded by it: a random opponent's draws then depend on (settings, k) alone too.
+    opponent = make_agent(settings.opponent, rules, seed=seed) if settings.opponent else None
     for _ in range(settings.burn_in_turns):
         state = _play_turn(state, evaluator, settings, draws, dice, opponent)
     while have < wanted:

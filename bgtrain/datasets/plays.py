@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from bgtrain.arena.agents import Agent
-from bgtrain.arena.specs import shared_agent
+from bgtrain.arena.specs import make_agent
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.evaluator import Evaluator
 from engine.board import flip_board
@@ -90,6 +90,8 @@ def plays_of(positions: torch.Tensor, evaluator: Evaluator, selection: PlaySelec
     shard's ``shard_seed``)."""
     generator = torch.Generator().manual_seed(seed)
     rules = evaluator.rules
+    # A fresh rival a shard, seeded by it: a random rival's draws then depend on the shard alone too.
+    rival = None if selection.rival is None else make_agent(selection.rival, rules, seed=seed)
     kept, groups = [], []
     for first, chunk in zip(range(0, positions.shape[0], PLAY_CHUNK), positions.split(PLAY_CHUNK)):
         dice = torch.randint(1, 7, (chunk.shape[0], 2), generator=generator)
@@ -99,8 +101,8 @@ def plays_of(positions: torch.Tensor, evaluator: Evaluator, selection: PlaySelec
         rest = (afterstates.counts[afterstates.position] - selection.top).clamp(min=1)
         drawn = torch.rand(equity.shape[0], generator=generator) < selection.others / rest
         keep = (rank < selection.top) | drawn
-        if selection.rival is not None:
-            chosen = afterstates.offsets + rival_choices(shared_agent(selection.rival, rules), chunk, dice, afterstates)
+        if rival is not None:
+            chosen = afterstates.offsets + rival_choices(rival, chunk, dice, afterstates)
             best = torch.empty_like(chosen)
             best[afterstates.position[rank == 0]] = (rank == 0).nonzero(as_tuple=True)[0]
             keep[chosen] = True
