@@ -272,9 +272,15 @@ def test_against_an_opponent_only_the_models_turns_are_taken(tmp_path, evaluator
     assert len(asked) > 200 and len(taken) > 40 and not asked & taken
 
 
-def test_cli_generate_refuses_an_unknown_opponent(tmp_path, capsys):
+def test_cli_generate_against_an_opponent_refuses_an_unknown_one_and_info_names_it(tmp_path, capsys):
     code = main(["dataset", "generate", "--model", "checkpoints/bgtrain-default.pt", "--out", str(tmp_path / "d"),
                  "--positions", "10", "--opponent", "gnubg:7ply", "--no-progress"])
     assert code == 2
     assert "gnubg plays at 0ply, 1ply, 2ply, not 7ply" in capsys.readouterr().err
     assert not (tmp_path / "d" / "manifest.json").exists()
+    out = tmp_path / "against"
+    assert main(["dataset", "generate", "--model", "checkpoints/bgtrain-default.pt", "--out", str(out), "--positions",
+                 "12", "--games", "8", "--select-ply", "0", "--labeller", "ply:0", "--opponent", "pubeval",
+                 "--no-progress"]) == 0
+    assert main(["dataset", "info", str(out)]) == 0
+    assert "games: the source model against pubeval, its own turns" in capsys.readouterr().out

@@ -155,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
         seconds = sum(shard["label_seconds"] for shard in manifest["shards"])
         print(f"{args.directory}: {labelled:,} positions in {len(manifest['shards'])} of "
               f"{manifest['shards_planned']} shards; labeller {manifest['labeller']}; source {manifest['source_model']}")
+        opponent = manifest.get("settings", {}).get("opponent")
+        if opponent:
+            print(f"games: the source model against {opponent}, its own turns")
         print("kinds: " + ", ".join(f"{kind} {count:,}" for kind, count in sorted(kinds.items())))
         if seconds:
             print(f"selection and labelling: {seconds:,.1f} s, {labelled / seconds:,.1f} positions/s")
