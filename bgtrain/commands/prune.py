@@ -32,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=positive_int, default=4, help="passes over the positions (default 4)")
     parser.add_argument("--batch-size", type=positive_int, default=256, help="minibatch size (default 256)")
     parser.add_argument("--learning-rate", type=float, default=0.003, help="Adam's initial rate (default 0.003)")
-    parser.add_argument("--min-positions", type=positive_int, default=10_000,
-                        help="fewest positions of a phase to fit its network on (default 10,000)")
+    parser.add_argument("--min-positions", type=positive_int, default=None,
+                        help="fewest positions of a phase to fit its network on (default "
+                             "bgtrain.training.pruning.MIN_POSITIONS, 10,000)")
     add_seed(parser, default=1)
     add_threads(parser)
 
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {args.out}: a model with pruning networks is a checkpoint, named .pt")
     settings = PruningTraining(encoder=args.encoder, hidden=args.hidden, epochs=args.epochs,
                                batch_size=args.batch_size, learning_rate=args.learning_rate, seed=args.seed,
-                               min_positions=args.min_positions)
+                               **({} if args.min_positions is None else {"min_positions": args.min_positions}))
     loaded = load_model(args.model)
     if loaded.payload is None or not isinstance(loaded.model, PhaseNetwork):
         raise ValueError(f"{args.model}: pruning networks attach to a phase model checkpoint (.pt)")

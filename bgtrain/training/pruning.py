@@ -116,10 +116,11 @@ def fit_pruning_networks(model, positions: torch.Tensor, settings: PruningTraini
     (``int8[N, 28]``, side to move), and each phase's held-out figures (``fit_network``)."""
     phase = position_phases(positions)
     counts = {name: int((phase == kind).sum()) for kind, name in zip(PHASES, PHASE_NAMES)}
+    needed = max(settings.min_positions, 2)  # fit_network holds one out, so two at the least
     for name, count in counts.items():  # every phase checked before any is fitted
-        if count < settings.min_positions:
+        if count < needed:
             raise ValueError(f"pruning training: the positions hold {count:,} {name} position(s), fewer than the "
-                             f"{settings.min_positions:,} a phase needs to rank its plays (add a dataset with {name} "
+                             f"{needed:,} a phase needs to rank its plays (add a dataset with {name} "
                              f"positions, e.g. `bgtrain dataset plays` of {name} self-play, or lower min_positions)")
     networks, report = {}, {}
     for kind, name in zip(PHASES, PHASE_NAMES):
