@@ -109,6 +109,9 @@ def assert_fast_equals_reference(boards: torch.Tensor, rules: Rules, what: str) 
         assert_identical(encoder.encode(boards, rules), fast, boards, f"{what} {name} encode takes the fast path")
         assert_identical(encoder.extra_units(boards, rules), encoder.reference_extra_units(boards, rules), boards,
                          f"{what} {name} extra_units")
+    fast_phases = fast_encoders.position_phases(boards)
+    differ = (fast_phases != position_phases(boards)).nonzero()
+    assert differ.numel() == 0, f"{what} phases: first differing board {boards[int(differ[0])].tolist()}"
 
 
 def test_fast_equals_reference_on_random_play():
@@ -146,6 +149,19 @@ def test_fast_equals_reference_on_drawn_boards():
     assert contact[5, :3].tolist() == [1.0, 1.0, 1.0]
     assert contact[0, :3].tolist() == [0.0, 0.0, 0.0]
     assert contact[1, 17].item() == pytest.approx(238 / 294)
+
+
+def test_drawn_boards_route_to_their_phases():
+    # The opening, the bar against a 5-point board and the indirect shots are contact; the stripped home
+    # boards are a race (their 24-point checkers are on their own ace point, ahead of all of ours); the
+    # bear-off against a back game is contact; a finished game routes as contact; the race is a race; with
+    # most checkers still in hand, four of ours in play (two of them waiting) is crashed, not a race.
+    boards = torch.tensor([board_from_drawing(drawing) for drawing in DRAWN], dtype=torch.int8)
+    contact, crashed, race = int(PositionKind.CONTACT), int(PositionKind.CRASHED), int(PositionKind.RACE)
+    want = [contact, contact, contact, race, contact, contact, race, crashed]
+    assert fast_encoders.position_phases(boards).tolist() == want
+    assert fast_encoders.position_phases(flip_board(boards)).tolist() == want  # the same from both sides
+    assert position_phases(boards).tolist() == want
 
 
 def test_fast_equals_reference_on_table_probes():

@@ -690,7 +690,68 @@ static PyObject *encode(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------------ */
+/* The phase of each position (engine.position_kinds.position_phases, the phase model's routing). */
+
+enum { PHASE_RACE = 2, PHASE_CRASHED = 3, PHASE_CONTACT = 4 }; /* engine.position_kinds.PositionKind */
+
+/* GNU Backgammon's crashed rule for one side (engine.position_kinds.crashed). */
+static int crashed_side(int total, int ace, int deuce) {
+    int stacked = ace > 1 && (total <= 6 + ace || (deuce > 1 && 1 + total - (ace + deuce) <= 6));
+    int unstacked = ace <= 1 && total <= 6 + (deuce - 1);
+    return total <= 6 || stacked || unstacked;
+}
+
+static int64_t phase_row(const int8_t *board) {
+    int mover_back = 0, opponent_front = 25, mover_total = 0, opponent_total = 0;
+    for (int point = 1; point <= 24; point++) {
+        int count = board[point];
+        if (count > 0) {
+            mover_back = point;
+            mover_total += count;
+        } else if (count < 0) {
+            if (opponent_front == 25) opponent_front = point;
+            opponent_total -= count;
+        }
+    }
+    mover_total += positive(board[MOVER_BAR]);  /* checkers in hand are not in play */
+    opponent_total += positive(-board[OPPONENT_BAR]);
+    if (mover_total == 0 || opponent_total == 0) return PHASE_CONTACT;  /* a finished game */
+    int waiting = board[MOVER_BAR] > 0 || board[MOVER_IN_HAND] > 0 || board[OPPONENT_BAR] < 0 ||
+                  board[OPPONENT_IN_HAND] < 0;
+    if (!waiting && mover_back < opponent_front) return PHASE_RACE;
+    if (crashed_side(mover_total, positive(board[1]), positive(board[2])) ||
+        crashed_side(opponent_total, positive(-board[24]), positive(-board[23])))
+        return PHASE_CRASHED;
+    return PHASE_CONTACT;
+}
+
+static PyObject *phases(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_ssize_t rows;
+    Py_buffer board, out;
+    if (!PyArg_ParseTuple(args, "y*nw*", &board, &rows, &out)) return NULL;
+    PyObject *result = NULL;
+    if (rows < 0 || board.len != rows * WIDTH || out.len != rows * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "board must be int8[rows, 28] and out int64[rows], contiguous");
+    } else {
+        const int8_t *rows_in = board.buf;
+        int64_t *phase = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t row = 0; row < rows; row++) phase[row] = phase_row(rows_in + row * WIDTH);
+        Py_END_ALLOW_THREADS
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+    PyBuffer_Release(&board);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"phases", phases, METH_VARARGS,
+     "phases(board, rows, out): fill out (int64[rows]) with each position's phase (a PositionKind code: contact, "
+     "crashed or race) from board (int8[rows, 28])."},
     {"encode", encode, METH_VARARGS,
      "encode(kind, board, rows, checkers_per_side, out, threads, skip=0): fill out (float32[rows, width]) from "
      "board (int8[rows, 28]); skip: feature groups to leave out (SKIP_*), for benchmarks only."},

@@ -1,5 +1,9 @@
 """The encoders' CPU fast path: a small C kernel (``bgtrain/model/_fast_encoders.c``) over the int8 board rows.
 
+``position_phases(board)`` is the phase model's routing (``engine.position_kinds.position_phases``) by the
+same kernel: that reference is written in exportable float operations, which on the CPU cost as much as
+the networks they route to (measured: 28% of a 2-ply decision, ``scripts/bench_latency.py``).
+
 ``encode(name, board, checkers_per_side)`` returns what ``ENCODERS[name].encode`` returns (and with
 ``extra_units=True`` what ``extra_units`` returns), bit for bit, for ``tesauro198``, ``tesauro_plus``,
 ``gnubg_race`` and ``gnubg_contact``; or None where the fast path does not apply, and the caller runs
@@ -71,4 +75,15 @@ def encode(name: str, board: torch.Tensor, checkers_per_side: int, extra_units: 
     rows = board.contiguous()
     kernel.encode(getattr(kernel, kind), rows.numpy(), rows.shape[0], checkers_per_side, out.numpy(),
                   torch.get_num_threads())
+    return out
+
+
+def position_phases(board: torch.Tensor) -> torch.Tensor | None:
+    """``engine.position_kinds.position_phases(board)`` by the kernel (``int64[B]``, equal element for
+    element); None when the fast path does not apply."""
+    if not applies(board):
+        return None
+    rows = board.contiguous()
+    out = torch.empty(rows.shape[0], dtype=torch.int64)
+    native_kernel().phases(rows.numpy(), rows.shape[0], out.numpy())
     return out

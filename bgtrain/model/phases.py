@@ -12,7 +12,8 @@ checkpoints, and ``bgtrain.model.factory`` rebuilds one from its description.
 
 ``position_phases`` is written in exportable operations (reductions over points, comparisons), so an
 exported phase model (``bgtrain.export``) computes every sub-network and picks each row's with
-``torch.where`` on the same function, as ``PhaseNetwork.forward`` does.
+``torch.where`` on the same function, as ``PhaseNetwork.forward`` does; evaluation on the CPU routes by
+the native kernel's copy of it (``bgtrain.model.fast_encoders.position_phases``), tested equal.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from bgtrain.model import fast_encoders
 from bgtrain.model.ensembles import EnsembleNetwork
 from bgtrain.model.network import ValueNetwork
 from engine.position_kinds import PHASE_NAMES, PHASES, position_phases
@@ -47,7 +49,9 @@ class PhaseNetwork(nn.Module):
         return self.phases["contact"].encoder
 
     def _route(self, board: torch.Tensor, evaluate) -> torch.Tensor:
-        phase = position_phases(board)
+        phase = fast_encoders.position_phases(board)
+        if phase is None:
+            phase = position_phases(board)
         out = torch.empty(board.shape[0], 5, dtype=torch.float32, device=board.device)
         for name, kind in zip(PHASE_NAMES, PHASES):
             rows = (phase == kind).nonzero(as_tuple=True)[0]
