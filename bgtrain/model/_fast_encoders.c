@@ -14,6 +14,8 @@
  * Python entry point: encode(kind, board, rows, checkers_per_side, out, threads[, skip]), with ``board`` and
  * ``out`` objects exposing a C-contiguous buffer (numpy views of the tensors): int8[rows, 28] in,
  * float32[rows, width(kind)] out. The GIL is released while it runs; ``threads`` > 1 splits the rows.
+ * phases(board, rows, out): each position's phase (engine.position_kinds.position_phases, the phase model's
+ * routing) into int64[rows].
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -2,7 +2,7 @@
 
 ``position_phases(board)`` is the phase model's routing (``engine.position_kinds.position_phases``) by the
 same kernel: that reference is written in exportable float operations, which on the CPU cost as much as
-the networks they route to (measured: 28% of a 2-ply decision, ``scripts/bench_latency.py``).
+the networks they route to (measured under cProfile: 28% of a 2-ply decision; docs/performance.md).
 
 ``encode(name, board, checkers_per_side)`` returns what ``ENCODERS[name].encode`` returns (and with
 ``extra_units=True`` what ``extra_units`` returns), bit for bit, for ``tesauro198``, ``tesauro_plus``,
