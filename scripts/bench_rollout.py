@@ -3,6 +3,15 @@
     python scripts/bench_rollout.py [--model checkpoints/bgtrain-default.pt] [--position 4HPwATDgc/ABMA]
                                     [--trials 1296] [--vr-trials 144] [--gnubg-games 324] [--truncate 11]
                                     [--runs 3] [--threads 1,2] [--json FILE]
+    python scripts/bench_rollout.py --model M --labels 64 [--dataset DIR] [--label-trials 36] [--runs 3]
+                                    [--device cuda]
+
+With ``--labels N``, the rollout labels of N positions instead (``bgtrain dataset relabel --labeller
+rollout:36``): the first N of ``--dataset`` (any bgtrain dataset), or of the shipped benchmark's contact
+decisions; whole-game variance-reduced trials with the full luck and with the luck on pruned plays,
+alternating on the same dice, one CPU thread (or ``--device cuda``); printed: seconds a position of each
+(medians), labels an hour, their ratio, the variance ratio (mean squared standard error, pruned over
+full) and the ratio at equal precision.
 
 For each thread count and each run: our 0-ply rollout of the position (whole games and truncated at
 ``--truncate`` plies, with and without variance reduction), then GNU Backgammon (``gnubg-nn``) playing
@@ -12,6 +21,8 @@ with and without variance reduction on the same games, the time each needs for a
 of 0.01 (throughput at equal precision, the fair comparison with gnubg-nn, which has no variance
 reduction), and a signature (the rollout's equity for the
 fixed seed, which is deterministic: a change in the engine, the dice or the evaluator shows up there).
+A model with pruning networks (``bgtrain prune``) is also timed with its luck measured on pruned plays
+(``RolloutSettings.pruned_luck``): the same games as the variance-reduced ones, another control variate.
 
 The GNU Backgammon reference. ``gnubg-nn`` has a ``rollout`` function, but the 1.1.0a11 wheel misreads
 its arguments: its compiled argument parsing leaves out the board, so it crashes when given the
@@ -139,6 +150,13 @@ def print_time_to_precision(figures: dict, modes: dict, truncate: int) -> dict:
         ours_reduced = seconds_to_precision(reduced["error"], reduced_trials, statistics.median(reduced["ours"]))
         row = {"ours_plain_s": ours_plain, "ours_variance_reduced_s": ours_reduced}
         line = f"    {plain_name:<18} ours plain {ours_plain:8.2f} s, ours with variance reduction {ours_reduced:8.2f} s"
+        pruned = figures.get(f"{plain_name}, pruned luck")
+        if pruned:
+            ours_pruned = seconds_to_precision(pruned["error"], modes[f"{plain_name}, pruned luck"][1],
+                                               statistics.median(pruned["ours"]))
+            row["ours_pruned_luck_s"] = ours_pruned
+            line += f", with pruned luck {ours_pruned:8.2f} s ({ours_reduced / ours_pruned:.2f}x faster)"
+            ours_reduced = min(ours_reduced, ours_pruned)
         if plain["gnubg"]:
             spread = statistics.stdev(plain["gnubg_equities"])  # one trial's standard deviation
             gnubg = seconds_to_precision(spread, 1, statistics.median(plain["gnubg"]))
@@ -148,6 +166,43 @@ def print_time_to_precision(figures: dict, modes: dict, truncate: int) -> dict:
         print(line)
         table[plain_name] = row
     return table
+
+
+def bench_labels(args: argparse.Namespace) -> int:
+    """Rollout labels of ``--labels`` positions, full luck against pruned luck."""
+    from bgtrain.benchmark.decisions import load_decisions
+    from bgtrain.datasets import load_datasets
+
+    torch.set_num_threads(1)
+    evaluator = Evaluator.from_path(args.model, args.device)
+    if evaluator.pruning_networks is None:
+        print(f"bench_rollout: {args.model} has no pruning networks (bgtrain prune fits them)", file=sys.stderr)
+        return 2
+    source = args.dataset or "the benchmark's contact decisions"
+    boards = (load_datasets([args.dataset]).positions if args.dataset
+              else load_decisions().of_class("contact").board)[: args.labels].to(args.device)
+    rollout(evaluator, boards[:2], RolloutSettings(pruned_luck=True), trials=8, seed=99)  # compile first
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    errors: dict[bool, torch.Tensor] = {}
+    for run in range(args.runs):
+        for pruned in (False, True):  # alternating, so both meet the same load
+            result, wall, _ = timed(lambda p=pruned: rollout(evaluator, boards, RolloutSettings(pruned_luck=p),
+                                                           trials=args.label_trials, seed=args.seed))
+            seconds[pruned].append(wall / boards.shape[0])
+            errors[pruned] = result.equity()[1]  # the same dice every run: the same errors
+            print(f"  run {run + 1}  {'pruned' if pruned else 'full  '} luck  {wall / boards.shape[0]:.4f} s a position, "
+                  f"mean standard error {float(errors[pruned].mean()):.4f}", flush=True)
+    full, pruned = statistics.median(seconds[False]), statistics.median(seconds[True])
+    variance = float((errors[True] ** 2).mean() / (errors[False] ** 2).mean())
+    print(f"{boards.shape[0]} positions of {source}, {args.label_trials} whole-game trials each, {args.device}, medians "
+          f"of {args.runs}: full luck {full:.4f} s a position ({3600 / full:,.0f} an hour), pruned luck {pruned:.4f} s "
+          f"({3600 / pruned:,.0f} an hour, {full / pruned:.2f}x); variance pruned / full {variance:.3f}; at equal "
+          f"precision {full / pruned / variance:.2f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"source": source, "device": args.device, "positions": int(boards.shape[0]),
+                                               "trials": args.label_trials, "seconds_full": seconds[False],
+                                               "seconds_pruned": seconds[True], "variance_ratio": variance}, indent=2))
+    return 0
 
 
 def main() -> int:
@@ -162,7 +217,13 @@ def main() -> int:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--labels", type=int, help="time the rollout labels of this many positions instead (above)")
+    parser.add_argument("--dataset", help="with --labels: the positions' dataset (default: the benchmark's contact ones)")
+    parser.add_argument("--label-trials", type=int, default=36, help="with --labels: trials a position")
+    parser.add_argument("--device", default="cpu", help="with --labels: cpu or cuda")
     args = parser.parse_args()
+    if args.labels:
+        return bench_labels(args)
 
     try:
         import gnubg_nn  # noqa: F401
@@ -184,6 +245,10 @@ def main() -> int:
         f"truncated at {args.truncate}, variance reduction": (RolloutSettings(truncate=args.truncate),
                                                                args.vr_trials, args.truncate),
     }
+    if evaluator.pruning_networks is not None:  # the luck on pruned plays: the same games, the same trials
+        modes["whole games, pruned luck"] = (RolloutSettings(pruned_luck=True), args.vr_trials, None)
+        modes[f"truncated at {args.truncate}, pruned luck"] = (
+            RolloutSettings(truncate=args.truncate, pruned_luck=True), args.vr_trials, args.truncate)
     report: dict = {"position": args.position, "model": args.model, "runs": {}}
     rollout(evaluator, board, RolloutSettings(), trials=72, seed=99)  # compile the engine's kernels first
     for threads in (int(text) for text in args.threads.split(",")):
@@ -232,7 +297,7 @@ def main() -> int:
                 line += (f", gnubg {statistics.median(entry['gnubg']):6.1f}/s "
                          f"({statistics.median(entry['gnubg_cpu']):6.1f} per CPU s), ratio median "
                          f"{statistics.median(entry['ratio']):.2f} (per CPU s {statistics.median(entry['ratio_cpu']):.2f})")
-            if "variance reduction" in name:
+            if "variance reduction" in name or "pruned luck" in name:
                 line += (f"; standard error {entry['error']:.4f} vs {entry['raw_error']:.4f} without: "
                          f"{entry['raw_error'] / entry['error']:.1f}x lower at equal trials")
             print(line + f"; signature {entry['signature']:+.6f}")

@@ -4,7 +4,8 @@
 
 Runs, each with its own share of ``--budget`` seconds (under 10 minutes in all): the tests marked
 ``gpu`` (``tests/test_gpu.py``, ``tests/test_engine_vs_reference.py``), then ``scripts/bench_engine.py``,
-``scripts/bench_train.py`` and ``scripts/bench_eval.py`` with ``--device cuda`` and short settings. It
+``scripts/bench_train.py``, ``scripts/bench_eval.py`` and ``scripts/bench_rollout.py --labels`` (rollout labels an
+hour, full and pruned luck) with ``--device cuda`` and short settings. It
 writes a short report (each step's status, time and last lines of output) to ``--report`` and exits
 with status 1 if a step failed, 0 if all passed; without CUDA it says so in the report and exits 2.
 """
@@ -23,13 +24,16 @@ ROOT = Path(__file__).resolve().parent.parent
 # (name, command, share of the budget)
 STEPS = [
     ("gpu tests", [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py",
-                   "tests/test_engine_vs_reference.py"], 0.35),
+                   "tests/test_engine_vs_reference.py"], 0.3),
     ("bench_engine cuda", [sys.executable, "scripts/bench_engine.py", "--device", "cuda", "--repeats", "3",
-                           "--selfplay-turns", "100", "--reference-positions", "300"], 0.2),
+                           "--selfplay-turns", "100", "--reference-positions", "300"], 0.15),
     ("bench_train cuda", [sys.executable, "scripts/bench_train.py", "--device", "cuda", "--seconds", "15",
-                          "--warmup", "10", "--repeats", "2"], 0.25),
+                          "--warmup", "10", "--repeats", "2"], 0.2),
     ("bench_eval cuda", [sys.executable, "scripts/bench_eval.py", "--device", "cuda", "--repeats", "3",
-                         "--positions", "50", "--games", "0"], 0.2),
+                         "--positions", "50", "--games", "0"], 0.15),
+    # Generation 9's missing piece: rollout labels (36 whole-game trials) of the default, an hour on the GPU.
+    ("rollout labels cuda", [sys.executable, "scripts/bench_rollout.py", "--model", "checkpoints/bgtrain-gen9-deep.pt",
+                             "--labels", "512", "--device", "cuda", "--runs", "1"], 0.2),
 ]
 
 

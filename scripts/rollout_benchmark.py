@@ -79,6 +79,8 @@ def main() -> int:
     parser.add_argument("--from-the-end", action="store_true",
                         help="roll out the last batches first: a second process on the same --out (same "
                              "arguments) meets the first in the middle")
+    parser.add_argument("--pruned-luck", action="store_true",
+                        help="measure the luck on pruned plays (the model's pruning networks; RolloutSettings.pruned_luck)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
@@ -89,7 +91,7 @@ def main() -> int:
     generator = torch.Generator().manual_seed(args.seed)
     picked = torch.randperm(len(members), generator=generator)[: args.decisions].sort().values
     sample = keep_top(members.select(picked), args.top)
-    settings = RolloutSettings(truncate=args.truncate or None)
+    settings = RolloutSettings(truncate=args.truncate or None, pruned_luck=args.pruned_luck)
     evaluator = Evaluator.from_path(args.model, args.device)
     out = Path(args.out)
     started = time.perf_counter()
@@ -106,6 +108,7 @@ def main() -> int:
         "seed": args.seed,
         "reference": {"program": "bgtrain rollouts (bgtrain.benchmark.rollout_reference)", "model": args.model,
                       "trials": args.trials, "truncate": settings.truncate, "variance_reduction": True,
+                      **({"luck": "pruned"} if settings.pruned_luck else {}),
                       "evaluation": "cubeless money equity of the position after each play, for the side that played",
                       "mean_loss_standard_error": round(float(listed.mean()), 6) if listed.numel() else 0.0},
         "settings": {"class": args.position_class, "decisions": len(relabelled), "top": args.top,

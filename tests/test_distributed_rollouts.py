@@ -108,6 +108,16 @@ def test_target_se_through_a_work_directory_is_the_in_process_rollout(capsys, tm
     assert _rollout_json(capsys, *base, "--work-dir", str(tmp_path / "work")) == here
 
 
+def test_pruned_luck_through_a_work_directory_is_the_in_process_rollout(capsys, tmp_path):
+    # The setting and the model's pruning networks reach the chunks' workers (its recipe and settings).
+    model = ["--model", str(ROOT / "checkpoints" / "bgtrain-gen9-deep.pt")]
+    here = _rollout_json(capsys, *model, "--pruned-luck")
+    assert here["settings"]["pruned_luck"]
+    assert _rollout_json(capsys, *model, "--pruned-luck", "--work-dir", str(tmp_path / "work"), "--chunk", "36") == here
+    full = _rollout_json(capsys, *model)
+    assert full["plays"] != here["plays"]  # the same games, another luck
+
+
 def test_a_distributed_chunk_must_keep_whole_strata(capsys, tmp_path):
     assert main(["rollout", START, "--dice", "31", "--trials", "72", "--chunk", "50", "--model", MODEL,
                  "--work-dir", str(tmp_path), "--quiet"]) == 2

@@ -1,5 +1,6 @@
 """Batched rollouts (``bgtrain.rollout``): dice, exactness against the bear-off database, variance
-reduction, determinism and exact sharding, truncation, candidate plays, the cube, the command line."""
+reduction (and its luck on pruned plays), determinism and exact sharding, truncation, candidate plays,
+the cube, the command line."""
 
 from __future__ import annotations
 
@@ -11,19 +12,28 @@ import torch
 
 from bgtrain.cli import main
 from bgtrain.cube import CubeState
+from bgtrain.datasets.labellers import labeller_from_description, labeller_from_spec
+from bgtrain.model.network import ValueNetwork
+from bgtrain.model.phases import PhaseNetwork
 from bgtrain.outcomes import cubeless_equity, flip_outcomes
 from bgtrain.rollout import RolloutResult, RolloutSettings, rollout
+from bgtrain.rollout.batching import batch_invariant
 from bgtrain.rollout.dice import BLOCK, STRATA, roll_strata, rollout_dice
+from bgtrain.rollout.leaves import exact_leaf
 from bgtrain.rollout.plays import rollout_plays
+from bgtrain.rollout.variance import expand_rolls
 from bgtrain.values.bearoff import build_bearoff_database, default_path
 from bgtrain.values.bearoff_two_sided import build_two_sided_database
 from bgtrain.values.bearoff_two_sided import default_path as two_sided_default_path
 from bgtrain.values.evaluator import Evaluator, MoveFilter
+from bgtrain.values.pruning import PlayPruning
 from engine.board import flip_board
 from engine.movegen import legal_afterstates
 from engine.position_id import decode_position_id
+from engine.random_play import sample_positions
 
 MODEL = "checkpoints/bgtrain-default.pt"
+PRUNED_MODEL = "checkpoints/bgtrain-gen9-deep.pt"  # the shipped default: a model with pruning networks
 START = "4HPwATDgc/ABMA"
 
 
@@ -147,6 +157,85 @@ def test_a_leaf_source_plugs_in(evaluator):
     assert torch.allclose(result.probabilities()[0], torch.tensor([0.25, 0.1, 0.0, 0.05, 0.0]).double())
 
 
+# --- the luck on pruned plays -----------------------------------------------------------------------
+
+
+def phase_model(encoder: str, hidden: int, seed: int) -> PhaseNetwork:
+    torch.manual_seed(seed)
+    return PhaseNetwork({name: ValueNetwork(encoder, [hidden]) for name in ("contact", "crashed", "race")}).eval()
+
+
+@pytest.fixture(scope="module")
+def pruned_evaluator(database):
+    return Evaluator.from_path(PRUNED_MODEL, bearoff=database)
+
+
+def test_pruned_luck_keeping_every_play_is_the_full_luck(database):
+    # Small random networks that disagree, so that pruning to the best 2 changes some rolls' plays; the
+    # evaluator without clamps, whose static value is then the expansion's own value function.
+    evaluator = batch_invariant(Evaluator.from_network(phase_model("tesauro_plus", 12, seed=1), bearoff=database,
+                                                       clamps=False, pruning=phase_model("tesauro198", 4, seed=2)),
+                                torch.device("cpu"))
+    boards, _ = sample_positions(8, seed=3, games=8, turns=30)
+    boards = torch.cat([CONTACT, RACE.unsqueeze(0), boards])
+    leaf = exact_leaf(evaluator)
+    full = expand_rolls(evaluator, boards, leaf)
+    every_play = expand_rolls(evaluator, boards, leaf, PlayPruning(keep=1000, more_than=0))
+    assert torch.allclose(every_play.values, full.values, atol=1e-6)
+    assert torch.equal(every_play.best_afterstates(), full.best_afterstates())
+    pruned = expand_rolls(evaluator, boards, leaf, PlayPruning(keep=2, more_than=0))
+    assert not torch.equal(pruned.choice, full.choice)  # the pruning networks rank some other play first
+    # A pruned choice is never worth more than the full choice, by the value that picks both.
+    assert bool((cubeless_equity(pruned.values) <= cubeless_equity(full.values) + 1e-6).all())
+
+
+def test_pruned_luck_plays_the_same_games_without_bias(pruned_evaluator):
+    settings = RolloutSettings(truncate=8)
+    full = rollout(pruned_evaluator, CONTACT, settings, trials=144, seed=13)
+    pruned = rollout(pruned_evaluator, CONTACT, RolloutSettings(truncate=8, pruned_luck=True), trials=144, seed=13)
+    assert torch.equal(pruned.raw_outcomes, full.raw_outcomes)  # the luck is bookkeeping: the same games
+    assert not torch.equal(pruned.outcomes, full.outcomes)
+    # Each roll's pruned luck and full luck both average zero over the roll, so their difference, trial by
+    # trial on the same games, averages zero too; it is small, so this is a sharp test of bias.
+    difference = cubeless_equity(full.outcomes) - cubeless_equity(pruned.outcomes)
+    spread = difference.std() / difference.numel() ** 0.5
+    assert abs(float(difference.mean())) <= 3 * float(spread) and float(spread) < 0.01
+    _, error = pruned.equity()
+    _, plain_error = pruned.equity(raw=True)
+    assert bool((plain_error >= 3 * error).all()), (plain_error, error)
+
+
+def test_pruned_luck_shards_merge_exactly(pruned_evaluator):
+    settings = RolloutSettings(truncate=6, pruned_luck=True, cube=True)
+    whole = rollout(pruned_evaluator, CONTACT, settings, seed=5, trials=40)
+    merged = RolloutResult.merge([rollout(pruned_evaluator, CONTACT, settings, seed=5, first_trial=17, trials=23),
+                                  rollout(pruned_evaluator, CONTACT, settings, seed=5, trials=17)])
+    for name in ("outcomes", "raw_outcomes", "cubeful", "raw_cubeful"):
+        assert torch.equal(getattr(whole, name), getattr(merged, name)), name
+
+
+def test_settings_describe_themselves_as_before_unless_the_luck_is_pruned():
+    # Work directories and shard signatures written before pruned luck existed still match.
+    assert "pruned_luck" not in RolloutSettings(truncate=7).describe()
+    for settings in (RolloutSettings(truncate=7, cube=True), RolloutSettings(pruned_luck=True)):
+        assert RolloutSettings(**settings.describe()) == settings
+    assert RolloutSettings(pruned_luck=True).describe()["pruned_luck"] is True
+
+
+def test_pruned_luck_needs_pruning_networks(evaluator, pruned_evaluator):
+    with pytest.raises(ValueError, match="pruning networks"):
+        rollout(evaluator, CONTACT, RolloutSettings(pruned_luck=True), trials=2)
+    with pytest.raises(ValueError, match="pruning networks"):
+        labeller_from_spec("rollout:36:luck=pruned", MODEL)
+    labeller = labeller_from_spec("rollout:36:truncate=4:luck=pruned", PRUNED_MODEL)
+    assert labeller.settings.pruned_luck and labeller.describe()["luck"] == "pruned"
+    again = labeller_from_description(labeller.describe(), pruned_evaluator)
+    assert again.settings == labeller.settings
+    assert "luck" not in labeller_from_spec("rollout:36", PRUNED_MODEL).describe()  # the old descriptions
+    with pytest.raises(ValueError, match="luck=full or luck=pruned"):
+        labeller_from_spec("rollout:36:luck=half", PRUNED_MODEL)
+
+
 # --- determinism, sharding, truncation --------------------------------------------------------------
 
 
@@ -247,6 +336,8 @@ def test_cli_smoke(small_cache, capsys):
     assert main(["rollout", START, "--trials", "36", "--truncate", "2", "--cube", "--dice", "31", "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "Plays of 31" in text and "8/5 6/5" in text
+    assert main(["rollout", START, "--trials", "36", "--truncate", "4", "--pruned-luck", "--quiet"]) == 0
+    assert "variance reduction on pruned plays" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -256,6 +347,8 @@ def test_cli_smoke(small_cache, capsys):
     ([START, "--model", "no/such/model.pt"], "no/such/model.pt"),
     ([START, START, "--dice", "31"], "one position"),
     ([START, "--target-se", "0"], "--target-se must be > 0"),
+    ([START, "--pruned-luck", "--no-variance-reduction"], "give one of them"),
+    ([START, "--pruned-luck", "--model", MODEL], "has no pruning networks"),
 ])
 def test_cli_errors_are_one_line(small_cache, capsys, arguments, message):
     assert main(["rollout", *arguments, "--quiet"]) == 2

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -132,7 +131,7 @@ def rollout_reference(evaluator: Evaluator, decisions: DecisionSet, settings: Ro
     work_dir = Path(work_dir) if work_dir is not None else None
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
-        signature = {"trials": trials, "top": top, "seed": seed, "batch": batch, "settings": asdict(settings),
+        signature = {"trials": trials, "top": top, "seed": seed, "batch": batch, "settings": settings.describe(),
                      "decisions": len(decisions), "decisions_sha256": content_hash(kept)}
         stamp = work_dir / "relabelling.json"
         if stamp.exists() and json.loads(stamp.read_text()) != signature:

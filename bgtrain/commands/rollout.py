@@ -69,6 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_CHUNK}, {TARGET_CHUNK} with --target-se; smaller chunks are smaller "
                         "batches, which run slower)")
     parser.add_argument("--no-variance-reduction", action="store_true", help="plain results, no luck correction")
+    parser.add_argument("--pruned-luck", action="store_true",
+                        help="measure the luck on each roll's pruned best play (the model's pruning networks rank the "
+                             "plays, the model values the best 5): the same games and an unbiased mean, at about half "
+                             "the time for a little more variance")
     add_seed(parser, help="dice seed (default 0)")
     parser.add_argument("--model", help=f"checkpoint or .onnx model (default {MODEL_HELP})")
     add_variant(parser, default=None, help="rules variant; must be the model's (default: the model's)")
@@ -100,8 +104,10 @@ def _settings(args: argparse.Namespace) -> RolloutSettings:
         raise ValueError(f"--target-se must be > 0, not {args.target_se}")
     if args.top < 1:
         raise ValueError(f"--top must be >= 1, not {args.top}")
+    if args.pruned_luck and args.no_variance_reduction:
+        raise ValueError("--pruned-luck measures the luck that --no-variance-reduction leaves out: give one of them")
     return RolloutSettings(ply=args.ply, truncate=args.truncate, variance_reduction=not args.no_variance_reduction,
-                           cube=args.cube, jacoby=not args.no_jacoby)
+                           pruned_luck=args.pruned_luck, cube=args.cube, jacoby=not args.no_jacoby)
 
 
 def _cube(setting, text: str) -> CubeState:
@@ -118,6 +124,8 @@ def build_report(args: argparse.Namespace) -> dict:
     evaluator = Evaluator.from_path(model, device)
     if args.variant is not None and args.variant != evaluator.rules.name:
         raise ValueError(f"{model} was trained for {evaluator.rules.name!r}, not for {args.variant!r}")
+    if settings.pruned_luck and evaluator.pruning_networks is None:
+        raise ValueError(f"--pruned-luck: {model} has no pruning networks (bgtrain prune fits them)")
     parsed = [parse_position(text, evaluator.rules) for text in args.positions]
     dice = parse_dice(args.dice, "--dice") if args.dice else None
     if dice is None and len(parsed) == 1 and parsed[0].dice is not None:
@@ -132,7 +140,8 @@ def build_report(args: argparse.Namespace) -> dict:
     report: dict = {
         "model": str(model),
         "settings": {"trials": args.trials, "ply": settings.ply, "truncate": settings.truncate,
-                     "variance_reduction": settings.variance_reduction, "cube": settings.cube,
+                     "variance_reduction": settings.variance_reduction, "pruned_luck": settings.pruned_luck,
+                     "cube": settings.cube,
                      "jacoby": settings.jacoby, "seed": args.seed, "target_se": args.target_se},
     }
     distributed = args.executor != "process" or args.work_dir or args.address
@@ -260,7 +269,8 @@ def render(report: dict) -> str:
     settings = report["settings"]
     how = (f"{report['trials_played']} trials, {settings['ply']}-ply, "
            + (f"truncated at {settings['truncate']} plies, " if settings["truncate"] else "whole games, ")
-           + ("variance reduction, " if settings["variance_reduction"] else "no variance reduction, ")
+           + (("variance reduction" + (" on pruned plays" if settings.get("pruned_luck") else "") + ", ")
+              if settings["variance_reduction"] else "no variance reduction, ")
            + (("cubeful" + ("" if settings["jacoby"] else ", no Jacoby") + ", ") if settings["cube"] else "")
            + f"seed {settings['seed']}, {report['seconds']:.1f} s, model {report['model']}")
     lines = []

@@ -15,7 +15,7 @@ import torch
 
 from bgtrain.values.evaluator import Evaluator
 
-LABELLER_SPECS = "ply:N, rollout:TRIALS[:truncate=K][:ply=N] or gnubg:N"
+LABELLER_SPECS = "ply:N, rollout:TRIALS[:truncate=K][:ply=N][:luck=pruned] or gnubg:N"
 
 
 class Labeller(Protocol):
@@ -55,32 +55,38 @@ class RolloutLabeller:
     """
 
     def __init__(self, evaluator: Evaluator, trials: int, truncate: int | None = None, ply: int = 0,
-                 model: str = "", seed: int = 0) -> None:
+                 model: str = "", seed: int = 0, pruned_luck: bool = False) -> None:
         from bgtrain.rollout import RolloutSettings
 
         if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2:
             raise ValueError(f"a rollout labeller needs at least 2 trials for a standard error, not {trials!r}")
+        if pruned_luck and evaluator.pruning_networks is None:
+            raise ValueError(f"labeller 'rollout:{trials}:luck=pruned': {model or 'the model'} has no pruning networks "
+                             "(bgtrain prune fits them)")
         self.evaluator = evaluator
         self.trials = trials
-        self.settings = RolloutSettings(ply=evaluator.check_ply(ply), truncate=truncate)
+        self.settings = RolloutSettings(ply=evaluator.check_ply(ply), truncate=truncate, pruned_luck=pruned_luck)
         self.model = model
         self.seed = seed
 
     @classmethod
     def from_spec(cls, argument: str, model: str, device: str = "cpu") -> RolloutLabeller:
-        """``TRIALS[:truncate=K][:ply=N]``, e.g. ``1296:truncate=10``."""
+        """``TRIALS[:truncate=K][:ply=N][:luck=pruned]``, e.g. ``1296:truncate=10``; ``luck=pruned`` measures
+        the variance reduction's luck on pruned plays (``RolloutSettings.pruned_luck``)."""
         trials, *options = argument.split(":")
         if not trials.isdigit():
-            raise ValueError(f"labeller 'rollout:{argument}': write rollout:TRIALS[:truncate=K][:ply=N], e.g. rollout:1296")
-        values: dict[str, int] = {}
+            raise ValueError(f"labeller 'rollout:{argument}': write rollout:TRIALS[:truncate=K][:ply=N][:luck=pruned], "
+                             "e.g. rollout:1296")
+        values: dict[str, int | str] = {}
         for option in options:
             key, _, value = option.partition("=")
-            if key not in ("truncate", "ply") or not value.isdigit() or key in values:
+            known = value in ("full", "pruned") if key == "luck" else value.isdigit()
+            if key not in ("truncate", "ply", "luck") or not known or key in values:
                 raise ValueError(f"labeller 'rollout:{argument}': unknown or repeated option {option!r} "
-                                 "(known: truncate=K, ply=N)")
-            values[key] = int(value)
+                                 "(known: truncate=K, ply=N, luck=full or luck=pruned)")
+            values[key] = value if key == "luck" else int(value)
         return cls(Evaluator.from_path(model, device), int(trials), values.get("truncate"), values.get("ply", 0),
-                   model)
+                   model, pruned_luck=values.get("luck") == "pruned")
 
     def label(self, boards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         from bgtrain.rollout import rollout
@@ -92,8 +98,11 @@ class RolloutLabeller:
         return mean.clamp(0.0, 1.0).to(torch.float32), error.to(torch.float32)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "rollout", "trials": self.trials, "truncate": self.settings.truncate,
-                "ply": self.settings.ply, "seed": self.seed, "model": self.model}
+        description = {"kind": "rollout", "trials": self.trials, "truncate": self.settings.truncate,
+                       "ply": self.settings.ply, "seed": self.seed, "model": self.model}
+        if self.settings.pruned_luck:  # only then: the descriptions of datasets labelled before stay as they were
+            description["luck"] = "pruned"
+        return description
 
 
 class GnubgEvaluation:
@@ -135,7 +144,7 @@ class GnubgLabeller:
 
 
 def labeller_from_spec(spec: str, model: str, device: str = "cpu") -> Labeller:
-    """``"ply:N"`` -> a ``PlyLabeller`` on ``model`` at N plies; ``"rollout:TRIALS[:truncate=K][:ply=N]"``
+    """``"ply:N"`` -> a ``PlyLabeller`` on ``model`` at N plies; ``"rollout:TRIALS[:truncate=K][:ply=N][:luck=pruned]"``
     -> a ``RolloutLabeller``; ``"gnubg:N"`` -> a ``GnubgLabeller`` (``model`` unused). A ValueError
     names an unknown spec."""
     kind, _, argument = spec.partition(":")
@@ -160,7 +169,8 @@ def labeller_from_description(description: dict[str, Any], evaluator: Evaluator)
         return PlyLabeller(evaluator, description["ply"], description["model"])
     if kind == "rollout":
         return RolloutLabeller(evaluator, description["trials"], description["truncate"], description["ply"],
-                               description["model"], description["seed"])
+                               description["model"], description["seed"],
+                               pruned_luck=description.get("luck") == "pruned")
     if kind == "gnubg":
         return GnubgLabeller(description["ply"])
     raise ValueError(f"unknown labeller description {description!r}")

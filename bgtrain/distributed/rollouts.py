@@ -22,7 +22,6 @@ the first chunk boundary where every standard error is small enough, the in-proc
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -66,7 +65,7 @@ def evaluator_from_recipe(recipe: dict, device: str):
 
 def rollout_context(recipe: dict, boards: torch.Tensor, settings: RolloutSettings, streams: torch.Tensor,
                     cubes: list[CubeState]) -> dict:
-    return {"recipe": recipe, "settings": asdict(settings), "boards": boards.cpu().numpy(),
+    return {"recipe": recipe, "settings": settings.describe(), "boards": boards.cpu().numpy(),
             "streams": streams.cpu().numpy(), "cubes": [[cube.value, cube.owner] for cube in cubes]}
 
 
@@ -132,7 +131,7 @@ def rollout_distributed(model: str | Path, boards: torch.Tensor, settings: Rollo
     store = None
     if work_dir is not None:
         job = {"kind": "rollout", "model": str(model), "boards": boards.tolist(), "streams": streams.tolist(),
-               "cubes": [[cube.value, cube.owner] for cube in cube_states], "settings": asdict(settings),
+               "cubes": [[cube.value, cube.owner] for cube in cube_states], "settings": settings.describe(),
                "seed": seed, "trials": trials, "chunk": chunk}
         store = ShardStore(work_dir, job)
     shared = executor.share(rollout_context(recipe, boards, settings, streams, cube_states))

@@ -46,9 +46,12 @@ class FixedBlockValue:
 
 def batch_invariant(evaluator: Evaluator, device: torch.device) -> Evaluator:
     """The same evaluator (rules, bear-off database, move filter) on a ``FixedBlockValue`` sized for
-    ``device``."""
+    ``device``. Its pruning networks come along on fixed blocks too, for pruned luck
+    (``bgtrain.rollout.variance``); its checker play stays the exact search (``play_pruning=None``)."""
     if isinstance(evaluator.value, FixedBlockValue):
         return evaluator
     block = CPU_BLOCK if torch.device(device).type == "cpu" else DEVICE_BLOCK
+    pruning = evaluator.pruning_networks
     return Evaluator(FixedBlockValue(evaluator.value, block), evaluator.rules, evaluator.bearoff,
-                     evaluator.move_filter, evaluator.deep_replies)
+                     evaluator.move_filter, evaluator.deep_replies,
+                     pruning_networks=None if pruning is None else FixedBlockValue(pruning, block), play_pruning=None)

@@ -26,7 +26,7 @@ cubeless outcomes of such a trial stop at the first exact leaf, truncation or pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 
@@ -39,6 +39,7 @@ from bgtrain.rollout.leaves import exact_leaf
 from bgtrain.rollout.result import RolloutResult
 from bgtrain.rollout.variance import expand_rolls, flip_difference, luck
 from bgtrain.values.evaluator import Evaluator, check_ply
+from bgtrain.values.pruning import GNU_PRUNING
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
 from engine.dice import roll_index
 from engine.game import winning_points
@@ -53,13 +54,16 @@ class RolloutSettings:
 
     ``ply``: checker play at this search depth (``Evaluator.choose``). ``truncate``: stop after this
     many plies with the 0-ply value (None: play to the end). ``variance_reduction``: subtract each
-    roll's luck. ``cube``: cubeful money play with cube decisions; ``jacoby``: gammons count only once
-    the cube is turned. ``exact_leaves``: stop at exact leaves (the bear-off database).
+    roll's luck. ``pruned_luck``: measure that luck on each roll's pruned best play (the model's pruning
+    networks needed; ``bgtrain.rollout.variance``): the same games, still unbiased, at about half the cost.
+    ``cube``: cubeful money play with cube decisions; ``jacoby``: gammons count only once the cube is
+    turned. ``exact_leaves``: stop at exact leaves (the bear-off database).
     """
 
     ply: int = 0
     truncate: int | None = None
     variance_reduction: bool = True
+    pruned_luck: bool = False
     cube: bool = False
     jacoby: bool = True
     exact_leaves: bool = True
@@ -74,6 +78,14 @@ class RolloutSettings:
     @property
     def game(self) -> MoneyGame:
         return MoneyGame(jacoby=self.jacoby)
+
+    def describe(self) -> dict:
+        """Plain data that ``RolloutSettings(**data)`` rebuilds. ``pruned_luck`` only when set: the work
+        directories and shard signatures written before it existed describe the same settings."""
+        data = asdict(self)
+        if not self.pruned_luck:
+            del data["pruned_luck"]
+        return data
 
 
 DEFAULT_SETTINGS = RolloutSettings()
@@ -189,6 +201,8 @@ def rollout(
         raise ValueError(f"rollouts do not model {rules.name}'s extra rolls")
     if settings.cube and not rules.cube:
         raise ValueError(f"{rules.name} is played without a doubling cube")
+    if settings.variance_reduction and settings.pruned_luck and evaluator.pruning_networks is None:
+        raise ValueError("pruned luck needs the model's pruning networks, and it has none (bgtrain prune fits them)")
     device = boards.device
     evaluator = batch_invariant(evaluator, device)
     if leaf == "evaluator":
@@ -288,7 +302,7 @@ def _step(evaluator: Evaluator, games: _Games, outputs: _Outputs, settings: Roll
 
     dice = rollout_dice(seed, games.stream, games.trial, turn)
     if settings.variance_reduction:
-        expansion = expand_rolls(evaluator, games.board, leaf)
+        expansion = expand_rolls(evaluator, games.board, leaf, GNU_PRUNING if settings.pruned_luck else None)
         roll = roll_index(dice)
         roll_luck = luck(expansion.values, roll)
         roll_luck = roll_luck if root_to_move else flip_difference(roll_luck)

@@ -17,6 +17,15 @@ is bookkeeping, so a rollout with and without it plays the same games.
 Batched: every live game's 21 rolls go through one ``legal_afterstates`` call and one evaluation pass.
 The values are the value function's (module ``expand_rolls``), so the actual move is chosen apart, by
 ``Evaluator.choose``: variance reduction costs the 21-roll expansion, about 21 times a plain step.
+
+Pruned luck (``expand_rolls(..., pruning=)``, a rollout's ``pruned_luck``): ``A(r)`` is instead the full
+model's value of its best play among those the model's pruning networks rank highest, GNU Backgammon's
+pruning of a search's replies (``bgtrain.values.pruning``). That too is a fixed function of (position,
+roll), so the luck still has expectation exactly zero and the rollout stays unbiased; where the pruning
+networks keep the model's best play, which is nearly everywhere, it is the same number. The full model then
+values about 5 plays a roll in place of every one: measured with the shipped default on 64 contact positions
+of its self-play, 36 whole-game trials each, 0.78 s a position in place of 1.40 for 1.05 times the variance,
+1.71 times the precision a second (docs/rollouts.md).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import torch
 
 from bgtrain.outcomes import NUM_OUTCOMES, cubeless_equity, flip_outcomes, terminal_outcomes
 from bgtrain.values.evaluator import ROLL_COUNT, Evaluator
+from bgtrain.values.pruning import PlayPruning, pruned_best_plays
 from engine.board import flip_board
 from engine.dice import roll_tensor, roll_weights
 from engine.game import winning_points
@@ -51,18 +61,27 @@ class RollExpansion:
         return self.afterstates.select(self.choice)
 
 
-def expand_rolls(evaluator: Evaluator, board: torch.Tensor, leaf=None) -> RollExpansion:
+def expand_rolls(evaluator: Evaluator, board: torch.Tensor, leaf=None,
+                 pruning: PlayPruning | None = None) -> RollExpansion:
     """All 21 rolls of ``board: int8[B, 28]`` (positions before the roll), in one batch.
 
     The values are the evaluator's value function on every afterstate, exact where the play ends the
     game or reaches ``leaf`` (an ``ExactLeaf``), but without ``clamp_outcomes``: on the 21-roll
     expansion the clamps cost as much as the network (measured), and any fixed function of (position,
     roll) leaves the estimate unbiased; they change values only where a clamp binds.
+
+    With ``pruning``, each roll's play is the best of those the evaluator's pruning networks keep, valued
+    by its ``static`` value (the model with its databases and clamps; the module docstring's pruned luck).
     """
     batch = board.shape[0]
     rules = evaluator.rules
     rolls = roll_tensor(board.device)
     afterstates = legal_afterstates(board.repeat_interleave(ROLL_COUNT, 0), rolls.repeat(batch, 1), rules)
+    if pruning is not None:
+        if evaluator.pruning_networks is None:
+            raise ValueError("pruned luck needs the model's pruning networks, and it has none (bgtrain prune fits them)")
+        choice, chosen = pruned_best_plays(afterstates, evaluator.static, evaluator.pruning_networks, pruning, rules)
+        return RollExpansion(afterstates, choice, chosen.view(batch, ROLL_COUNT, NUM_OUTCOMES))
     boards = afterstates.boards
     outcomes = flip_outcomes(evaluator.value.evaluate_flipped(boards).to(torch.float32))
     if leaf is not None:
