@@ -70,8 +70,9 @@ def expand_rolls(evaluator: Evaluator, board: torch.Tensor, leaf=None,
     expansion the clamps cost as much as the network (measured), and any fixed function of (position,
     roll) leaves the estimate unbiased; they change values only where a clamp binds.
 
-    With ``pruning``, each roll's play is the best of those the evaluator's pruning networks keep, valued
-    by its ``static`` value (the model with its databases and clamps; the module docstring's pruned luck).
+    With ``pruning``, each roll's play is the best of those the evaluator's pruning networks keep, chosen
+    by its ``static`` value (the model with its databases and clamps; the module docstring's pruned luck)
+    and valued by it, or by ``leaf`` where the play reaches one, as a trial that made it would be.
     """
     batch = board.shape[0]
     rules = evaluator.rules
@@ -81,6 +82,12 @@ def expand_rolls(evaluator: Evaluator, board: torch.Tensor, leaf=None,
         if evaluator.pruning_networks is None:
             raise ValueError("pruned luck needs the model's pruning networks, and it has none (bgtrain prune fits them)")
         choice, chosen = pruned_best_plays(afterstates, evaluator.static, evaluator.pruning_networks, pruning, rules)
+        if leaf is not None:
+            best = afterstates.select(choice)
+            next_side = flip_board(best)
+            covered = leaf.covers(next_side) & (winning_points(best, rules) == 0)  # a finished game is exact already
+            if bool(covered.any()):
+                chosen[covered] = flip_outcomes(leaf.outcomes(next_side[covered])).to(chosen.dtype)
         return RollExpansion(afterstates, choice, chosen.view(batch, ROLL_COUNT, NUM_OUTCOMES))
     boards = afterstates.boards
     outcomes = flip_outcomes(evaluator.value.evaluate_flipped(boards).to(torch.float32))
