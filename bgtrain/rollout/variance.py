@@ -82,27 +82,29 @@ def expand_rolls(evaluator: Evaluator, board: torch.Tensor, leaf=None,
         if evaluator.pruning_networks is None:
             raise ValueError("pruned luck needs the model's pruning networks, and it has none (bgtrain prune fits them)")
         choice, chosen = pruned_best_plays(afterstates, evaluator.static, evaluator.pruning_networks, pruning, rules)
-        if leaf is not None:
-            best = afterstates.select(choice)
-            next_side = flip_board(best)
-            covered = leaf.covers(next_side) & (winning_points(best, rules) == 0)  # a finished game is exact already
-            if bool(covered.any()):
-                chosen[covered] = flip_outcomes(leaf.outcomes(next_side[covered])).to(chosen.dtype)
-        return RollExpansion(afterstates, choice, chosen.view(batch, ROLL_COUNT, NUM_OUTCOMES))
+        values = exact_where_known(chosen, afterstates.select(choice), leaf, rules)
+        return RollExpansion(afterstates, choice, values.view(batch, ROLL_COUNT, NUM_OUTCOMES))
     boards = afterstates.boards
-    outcomes = flip_outcomes(evaluator.value.evaluate_flipped(boards).to(torch.float32))
-    if leaf is not None:
-        next_side = flip_board(boards)
-        covered = leaf.covers(next_side)
-        if bool(covered.any()):
-            outcomes[covered] = flip_outcomes(leaf.outcomes(next_side[covered]))
-    points = winning_points(boards, rules)
-    finished = points != 0
-    if bool(finished.any()):
-        outcomes[finished] = terminal_outcomes(points[finished], rules=rules)
+    outcomes = exact_where_known(flip_outcomes(evaluator.value.evaluate_flipped(boards).to(torch.float32)), boards,
+                                 leaf, rules)
     choice = argmax_per_position(cubeless_equity(outcomes, rules), afterstates)
     values = outcomes[afterstates.offsets + choice].view(batch, ROLL_COUNT, NUM_OUTCOMES)
     return RollExpansion(afterstates, choice, values)
+
+
+def exact_where_known(outcomes: torch.Tensor, afterstates: torch.Tensor, leaf, rules) -> torch.Tensor:
+    """``outcomes`` (``float32[N, 5]`` for the side that played ``afterstates: int8[N, 28]``), in place,
+    with the exact value where the play ends the game or reaches ``leaf`` (an ``ExactLeaf`` or None)."""
+    if leaf is not None:
+        next_side = flip_board(afterstates)
+        covered = leaf.covers(next_side)
+        if bool(covered.any()):
+            outcomes[covered] = flip_outcomes(leaf.outcomes(next_side[covered])).to(outcomes.dtype)
+    points = winning_points(afterstates, rules)
+    finished = points != 0
+    if bool(finished.any()):
+        outcomes[finished] = terminal_outcomes(points[finished], rules=rules).to(outcomes.dtype)
+    return outcomes
 
 
 def luck(values: torch.Tensor, roll: torch.Tensor) -> torch.Tensor:
