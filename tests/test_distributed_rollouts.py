@@ -57,6 +57,16 @@ def test_candidate_plays_on_ray_are_the_in_process_rollout(workers, evaluator, t
     assert torch.equal(here.differences()[0], there.differences()[0])
 
 
+def test_pruned_luck_on_ray_is_the_in_process_rollout(workers):
+    # The workers rebuild the model with its pruning networks from the recipe, and the setting from its description.
+    model = str(ROOT / "checkpoints" / "bgtrain-gen9-deep.pt")
+    settings = RolloutSettings(truncate=3, pruned_luck=True)
+    boards = torch.stack([decode_position_id(START), decode_position_id("4OvgATDgc+QBUA")])
+    here = rollout_in_chunks(Evaluator.from_path(model), boards, settings, seed=3, trials=72, chunk=36)
+    there = rollout_distributed(model, boards, settings, seed=3, trials=72, chunk=36, executor=workers)
+    assert same_rollout(here, there)
+
+
 def _error_after(result, trials: int) -> float:
     return float(result.select_trials(0, trials).headline()[1].max())
 
