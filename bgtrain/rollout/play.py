@@ -37,7 +37,7 @@ from bgtrain.rollout.batching import batch_invariant
 from bgtrain.rollout.dice import rollout_dice
 from bgtrain.rollout.leaves import exact_leaf
 from bgtrain.rollout.result import RolloutResult
-from bgtrain.rollout.variance import expand_rolls, flip_difference, luck
+from bgtrain.rollout.variance import check_pruned_luck, expand_rolls, flip_difference, luck
 from bgtrain.values.evaluator import Evaluator, check_ply
 from bgtrain.values.pruning import GNU_PRUNING
 from engine.board import MOVER_BAR, MOVER_IN_HAND, OPPONENT_BAR, OPPONENT_IN_HAND, flip_board
@@ -201,8 +201,8 @@ def rollout(
         raise ValueError(f"rollouts do not model {rules.name}'s extra rolls")
     if settings.cube and not rules.cube:
         raise ValueError(f"{rules.name} is played without a doubling cube")
-    if settings.variance_reduction and settings.pruned_luck and evaluator.pruning_networks is None:
-        raise ValueError("pruned luck needs the model's pruning networks, and it has none (bgtrain prune fits them)")
+    if settings.variance_reduction and settings.pruned_luck:
+        check_pruned_luck(evaluator)  # before any play, not at the first roll's expansion
     device = boards.device
     evaluator = batch_invariant(evaluator, device)
     if leaf == "evaluator":

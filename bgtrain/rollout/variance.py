@@ -79,8 +79,7 @@ def expand_rolls(evaluator: Evaluator, board: torch.Tensor, leaf=None,
     rolls = roll_tensor(board.device)
     afterstates = legal_afterstates(board.repeat_interleave(ROLL_COUNT, 0), rolls.repeat(batch, 1), rules)
     if pruning is not None:
-        if evaluator.pruning_networks is None:
-            raise ValueError("pruned luck needs the model's pruning networks, and it has none (bgtrain prune fits them)")
+        check_pruned_luck(evaluator)
         choice, chosen = pruned_best_plays(afterstates, evaluator.static, evaluator.pruning_networks, pruning, rules)
         values = exact_where_known(chosen, afterstates.select(choice), leaf, rules)
         return RollExpansion(afterstates, choice, values.view(batch, ROLL_COUNT, NUM_OUTCOMES))
@@ -90,6 +89,12 @@ def expand_rolls(evaluator: Evaluator, board: torch.Tensor, leaf=None,
     choice = argmax_per_position(cubeless_equity(outcomes, rules), afterstates)
     values = outcomes[afterstates.offsets + choice].view(batch, ROLL_COUNT, NUM_OUTCOMES)
     return RollExpansion(afterstates, choice, values)
+
+
+def check_pruned_luck(evaluator: Evaluator) -> None:
+    """A ValueError in one line unless ``evaluator`` has the pruning networks pruned luck ranks plays with."""
+    if evaluator.pruning_networks is None:
+        raise ValueError("pruned luck needs the model's pruning networks, and it has none (bgtrain prune fits them)")
 
 
 def exact_where_known(outcomes: torch.Tensor, afterstates: torch.Tensor, leaf, rules) -> torch.Tensor:
