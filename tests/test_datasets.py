@@ -205,6 +205,31 @@ def test_relabel_gives_the_same_positions_new_labels_and_resumes(tmp_path, evalu
         relabel_dataset(tmp_path / "x", tmp_path / "source", labeller, ("bearoff",), progress=False)
 
 
+def test_relabel_of_the_first_shards_labels_those_alone_and_is_its_own_dataset(tmp_path, evaluator):
+    from bgtrain.datasets.relabel import relabel_dataset
+
+    generate(tmp_path / "source", evaluator)  # shards of 20, 20 and 10
+    source = load_datasets([tmp_path / "source"])
+    labeller = PlyLabeller(tiny_evaluator(5), 0, "teacher")
+
+    part = relabel_dataset(tmp_path / "part", f"{tmp_path / 'source'}@2", labeller, progress=False)
+    assert [shard["index"] for shard in part["shards"]] == [0, 1] and part["shards_planned"] == 2
+    assert part["relabelled"]["from"] == str(tmp_path / "source")  # the directory, the count beside it
+    assert part["relabelled"]["first_shards"] == 2 and part["relabelled"]["source_shards"] == [0, 1]
+    data = load_datasets([tmp_path / "part"])
+    assert torch.equal(data.positions, source.positions[:40])
+    torch.testing.assert_close(data.targets, labeller.evaluator.probabilities(source.positions[:40], 0).clamp(0, 1))
+    # Rerun, it is complete; another count is another dataset; more shards than the source has are refused.
+    assert relabel_dataset(tmp_path / "part", f"{tmp_path / 'source'}@2", labeller, progress=False) == part
+    with pytest.raises(ValueError, match="another relabelled"):
+        relabel_dataset(tmp_path / "part", f"{tmp_path / 'source'}@3", labeller, progress=False)
+    with pytest.raises(ValueError, match="has only 3 of its first 4 shards"):
+        relabel_dataset(tmp_path / "more", f"{tmp_path / 'source'}@4", labeller, progress=False)
+    # The whole source, written as before: no first_shards in its manifest.
+    assert "first_shards" not in relabel_dataset(tmp_path / "all", tmp_path / "source", labeller,
+                                                 progress=False)["relabelled"]
+
+
 def test_cli_relabel(tmp_path, capsys):
     source = tmp_path / "source"
     assert main(["dataset", "generate", "--model", "checkpoints/bgtrain-default.pt", "--out", str(source),
@@ -219,6 +244,13 @@ def test_cli_relabel(tmp_path, capsys):
     assert manifest["source_model"] == "checkpoints/bgtrain-default.pt"
     assert main(["dataset", "relabel", str(tmp_path / "missing"), "--out", str(out)]) == 2
     assert "no dataset at" in capsys.readouterr().err
+    # SOURCE@N: its first N shards only.
+    assert main(["dataset", "relabel", f"{source}@1", "--out", str(tmp_path / "first"), "--model",
+                 "checkpoints/bgtrain-plus.pt", "--labeller", "ply:0", "--no-progress"]) == 0
+    assert "6 positions of" in capsys.readouterr().out
+    assert read_manifest(tmp_path / "first")["relabelled"]["first_shards"] == 1
+    assert main(["dataset", "relabel", f"{source}@5", "--out", str(tmp_path / "five"), "--labeller", "ply:0"]) == 2
+    assert "has only 2 of its first 5 shards" in capsys.readouterr().err
 
 
 class RecordingAgent:

@@ -193,6 +193,11 @@ def test_a_partial_relabelling_is_completed_in_process_without_relabelling_its_s
     relabel_dataset_distributed(partial, source, model_path, labeller.describe(), progress=False)
     assert (partial / "shard_00000.pt").stat().st_mtime_ns == kept.st_mtime_ns, "a listed shard is kept"
     assert_same_dataset(tmp_path / "whole", partial)
+    # The first shards of a source (SOURCE@N), as in process.
+    relabel_dataset(tmp_path / "first-here", f"{source}@2", labeller, progress=False)
+    relabel_dataset_distributed(tmp_path / "first", f"{source}@2", model_path, labeller.describe(), progress=False)
+    assert_same_dataset(tmp_path / "first-here", tmp_path / "first")
+    assert len(read_manifest(tmp_path / "first")["shards"]) == 2
     with pytest.raises(ValueError, match="labels with 'other.pt', not the model given"):
         relabel_dataset_distributed(tmp_path / "x", source, model_path, {**labeller.describe(), "model": "other.pt"})
 

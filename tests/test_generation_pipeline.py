@@ -219,6 +219,16 @@ def test_a_dataset_made_from_another_runs_after_its_source(tmp_path):
     data["select"][0]["source"] = "disputed-p2"  # a cycle: neither can be made first
     with pytest.raises(ValueError, match=r"\[\[relabel\]\] disputed-p2: source 'disputed-s1' is no dataset given before it"):
         plan_from_dict(data)
+    # A relabel of a dataset's first shards waits for that dataset; a selection reads whole datasets.
+    data["select"][0]["source"] = "selfplay-p1"
+    data["relabel"][0]["source"] = "disputed-s1@2"
+    stages = {stage.name: stage for stage in plan_stages(plan_from_dict(data), RunOptions())}
+    names = list(stages)
+    assert names.index("select:disputed-s1") < names.index("relabel:disputed-p2")
+    assert stages["relabel:disputed-p2"].commands[0][3] == str(datasets / "disputed-s1@2")
+    data["select"][0]["source"] = "selfplay-p1@2"
+    with pytest.raises(ValueError, match=r"\[select\] disputed-s1: 'selfplay-p1@2': a selection reads whole datasets"):
+        plan_from_dict(data)
     data["select"][0].update(source="selfplay-p1", keep=2.0)
     with pytest.raises(ValueError, match="disputed-s1: select: keep must be a probability in \\[0, 1\\]"):
         plan_from_dict(data)

@@ -42,8 +42,10 @@ def _name(section: str, value: str) -> None:
 
 
 def _sources(entry) -> tuple[str, ...]:
-    """The datasets a derived dataset is made from: its source, and a selection's second labelling."""
-    return (entry.source, entry.against) if getattr(entry, "against", "") else (entry.source,)
+    """The datasets a derived dataset is made from: its source (without a ``@N``), and a selection's second
+    labelling."""
+    sources = (entry.source, entry.against) if getattr(entry, "against", "") else (entry.source,)
+    return tuple(source.partition("@")[0] for source in sources)
 
 
 def _derived(section: str, name: str, source: str, what: str) -> None:
@@ -131,7 +133,8 @@ class RelabelSection:
     name: str = ""
     """The new dataset's name (``<directory>/datasets/<name>``)."""
     source: str = ""
-    """A dataset of this plan by name, or a dataset directory (a path with '/')."""
+    """A dataset of this plan by name, or a dataset directory (a path with '/'); ``NAME@N`` or ``DIR@N``:
+    its first N shards only (deep labels paid for part of it)."""
     labeller: str = "ply:2"
     model: str = ""
     """The labelling model; default ``[generation] labelling_model``."""
@@ -167,6 +170,10 @@ class SelectSection:
 
     def __post_init__(self) -> None:
         _derived("select", self.name, self.source, "the dataset to select from")
+        for source in (self.source, self.against):
+            if "@" in source:
+                raise ValueError(f"[select] {self.name}: {source!r}: a selection reads whole datasets (a relabel "
+                                 "takes NAME@N, the first N shards)")
         try:  # the command's own checks of its settings, now rather than when the stage runs
             SelectionSettings(self.threshold, self.keep, 1, self.shard_size, self.seed)
         except ValueError as error:
@@ -181,7 +188,8 @@ class PlaysSection:
 
     name: str = ""
     source: str = ""
-    """A dataset of this plan by name, or a dataset directory (a path with '/'), whose positions are used."""
+    """A dataset of this plan by name, or a dataset directory (a path with '/'), whose positions are used
+    (``NAME@N`` or ``DIR@N``: its first N shards)."""
     labeller: str = "ply:0"
     model: str = ""
     """The model that ranks the plays and labels; default ``[generation] labelling_model``."""
