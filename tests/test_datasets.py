@@ -136,7 +136,7 @@ def test_cli_generate_and_info(tmp_path, capsys):
 
 def test_the_rollout_labeller_gives_rollout_means_and_their_errors(evaluator):
     from bgtrain.datasets import labeller_from_spec
-    from bgtrain.datasets.labellers import RolloutLabeller
+    from bgtrain.datasets.labellers import RolloutLabeller, labeller_from_description
     from engine.position_id import decode_position_id
 
     boards = torch.stack([decode_position_id("4HPwATDgc/ABMA"), decode_position_id("4OvgATDgc+QBUA"),
@@ -156,6 +156,26 @@ def test_the_rollout_labeller_gives_rollout_means_and_their_errors(evaluator):
         labeller_from_spec("rollout:36:depth=3", "unused.pt")
     with pytest.raises(ValueError, match="at least 2 trials"):
         RolloutLabeller(evaluator, 1)
+
+    # batch=B: B positions at a time, each part labelled as a call of its own; said in the description
+    # only when set (the descriptions of datasets labelled before stay as they were).
+    # (Five plies: 36 stratified trials play the same first two rolls whatever the seed.)
+    whole = RolloutLabeller(evaluator, 36, truncate=5, model="tiny")
+    in_parts = RolloutLabeller(evaluator, 36, truncate=5, model="tiny", batch=2)
+    targets, errors = in_parts.label(boards)
+    first, second = whole.label(boards[:2]), whole.label(boards[2:])
+    assert torch.equal(targets, torch.cat((first[0], second[0])))
+    assert torch.equal(errors, torch.cat((first[1], second[1])))
+    assert not torch.equal(targets, whole.label(boards)[0]), "other parts, other dice"
+    assert torch.equal(in_parts.label(boards[:2])[0], first[0]), "a call within the batch is one part"
+    assert in_parts.describe() == {**whole.describe(), "batch": 2}
+    rebuilt = labeller_from_description(in_parts.describe(), evaluator)
+    assert rebuilt.batch == 2 and torch.equal(rebuilt.label(boards)[0], targets)
+    assert labeller_from_spec("rollout:36:truncate=2:batch=64", "checkpoints/bgtrain-default.pt").batch == 64
+    with pytest.raises(ValueError, match="batch must be a positive number of positions"):
+        labeller_from_spec("rollout:36:batch=0", "checkpoints/bgtrain-default.pt")
+    with pytest.raises(ValueError, match="batch=B"):
+        labeller_from_spec("rollout:36:batch=many", "checkpoints/bgtrain-default.pt")
 
 
 def test_relabel_gives_the_same_positions_new_labels_and_resumes(tmp_path, evaluator):

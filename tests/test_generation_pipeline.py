@@ -239,7 +239,7 @@ def test_a_dataset_made_from_another_runs_after_its_source(tmp_path):
     (lambda data: data["phases"]["race"].update(epochs="many"), "[phases.race] epochs: expected int"),
     (lambda data: data["phases"].pop("crashed"), "[phases.crashed] is missing"),
     (lambda data: data["phases"]["contact"].update(datasets=["nowhere"]), "'nowhere' is no dataset of this plan"),
-    (lambda data: data["datasets"][0].update(labeller="ply2"), "must be ply:N, rollout:TRIALS[:truncate=K][:luck=pruned] or gnubg:N"),
+    (lambda data: data["datasets"][0].update(labeller="ply2"), "must be ply:N, rollout:TRIALS[:truncate=K][:luck=pruned][:batch=B] or gnubg:N"),
     (lambda data: data["phases"]["contact"].update(lr_schedule="wavy"), "[supervised] lr_schedule"),
     (lambda data: data.update(extra={}), "unknown section [extra]"),
     (lambda data: data["phases"]["contact"].update(init_from="network:race"), "name a network trained before"),

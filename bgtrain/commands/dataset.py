@@ -63,7 +63,8 @@ from bgtrain.distributed.executor import add_executor_arguments, executor_from_a
 # every shipped dataset. Name a stronger one with --model (the shipped crashed relabels used
 # checkpoints/bgtrain-supervised-fast.pt, generation 7; see checkpoints/README.md).
 DEFAULT_TEACHER = "checkpoints/bgtrain-plus.pt"
-LABELLER_HELP = "ply:N, rollout:TRIALS[:truncate=K][:ply=N][:luck=pruned], or gnubg:N (GNU Backgammon at N ply; needs gnubg-nn)"
+LABELLER_HELP = ("ply:N, rollout:TRIALS[:truncate=K][:ply=N][:luck=pruned][:batch=B], or gnubg:N (GNU Backgammon at "
+                 "N ply; needs gnubg-nn)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -33,7 +33,7 @@ from engine.position_kinds import PHASE_NAMES
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a stage name part and a directory name
 NETWORK = "network:"  # init_from naming a training of the same plan
-_LABELLER = re.compile(r"^(ply:\d+|rollout:\d+(:truncate=\d+)?(:luck=(full|pruned))?|gnubg:[012])$")
+_LABELLER = re.compile(r"^(ply:\d+|rollout:\d+(:truncate=\d+)?(:luck=(full|pruned))?(:batch=\d+)?|gnubg:[012])$")
 
 
 def _name(section: str, value: str) -> None:
@@ -58,7 +58,7 @@ def _derived(section: str, name: str, source: str, what: str) -> None:
 def _labeller(section: str, value: str, outside: bool = True) -> None:
     """``outside``: GNU Backgammon (``gnubg:N``) may label; not where our model must also pick plays."""
     if not _LABELLER.match(value) or (not outside and value.startswith("gnubg:")):
-        choices = "ply:N, rollout:TRIALS[:truncate=K][:luck=pruned]" + (" or gnubg:N" if outside else " (the plays' model labels them)")
+        choices = "ply:N, rollout:TRIALS[:truncate=K][:luck=pruned][:batch=B]" + (" or gnubg:N" if outside else " (the plays' model labels them)")
         raise ValueError(f"[{section}] labeller = {value!r}: must be {choices}")
 
 
@@ -111,7 +111,7 @@ class DatasetSection:
     keep_agreeing: float = 0.25
     """Share of the agreeing positions kept anyway."""
     labeller: str = "ply:1"
-    """``ply:N`` or ``rollout:TRIALS[:truncate=K][:luck=pruned]`` by the self-play model."""
+    """``ply:N`` or ``rollout:TRIALS[:truncate=K][:luck=pruned][:batch=B]`` by the self-play model."""
     model: str = ""
     """The model that plays, selects and labels here; default ``[generation] self_play_model``."""
     opponent: str = ""
