@@ -53,8 +53,9 @@ class RolloutLabeller:
     index) while different batches get different dice. With ``batch``, a larger call is rolled out
     ``batch`` positions at a time, each part as a call of its own (its own dice): the trials of a whole
     shard of thousands in lock step cost more a position (36 trials truncated at 7, the same 4,000
-    contact positions: 0.34 s a position in one batch, 0.21 s in batches of 250). A luck-corrected mean may leave [0, 1] by a
-    little: the targets are clamped into it; the errors are of the unclamped means.
+    contact positions: 0.34 s a position in one batch, 0.21 s in batches of 250). A luck-corrected
+    mean may leave [0, 1] by a little: the targets are clamped into it; the errors are of the
+    unclamped means.
     """
 
     def __init__(self, evaluator: Evaluator, trials: int, truncate: int | None = None, ply: int = 0,
