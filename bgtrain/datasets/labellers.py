@@ -15,7 +15,9 @@ import torch
 
 from bgtrain.values.evaluator import Evaluator
 
-LABELLER_SPECS = "ply:N, rollout:TRIALS[:truncate=K][:ply=N][:luck=pruned][:batch=B] or gnubg:N"
+# The rollout labeller's grammar, in every message that asks for one.
+ROLLOUT_SPEC = "rollout:TRIALS[:truncate=K][:ply=N][:luck=pruned][:batch=B]"
+LABELLER_SPECS = f"ply:N, {ROLLOUT_SPEC} or gnubg:N"
 
 
 class Labeller(Protocol):
@@ -83,8 +85,7 @@ class RolloutLabeller:
         rolls out B positions at a time."""
         trials, *options = argument.split(":")
         if not trials.isdigit():
-            raise ValueError(f"labeller 'rollout:{argument}': write rollout:TRIALS[:truncate=K][:ply=N][:luck=pruned][:batch=B], "
-                             "e.g. rollout:1296")
+            raise ValueError(f"labeller 'rollout:{argument}': write {ROLLOUT_SPEC}, e.g. rollout:1296")
         values: dict[str, int | str] = {}
         for option in options:
             key, _, value = option.partition("=")
