@@ -1,6 +1,6 @@
 """scripts/generation.py and bgtrain.generation: the tiny plan end to end (configs/generation/tiny.toml),
 stopped after a stage and resumed without redoing what finished, a stage that was running resumed, a changed
-plan refused, a plan's mistakes refused in one line, and --executor ray given to the commands that take it."""
+plan run again from its first changed stage (or refused where it would make a finished dataset again), a plan's mistakes refused in one line, and --executor ray given to the commands that take it."""
 
 from __future__ import annotations
 
@@ -158,10 +158,70 @@ def test_the_stage_that_was_running_resumes_and_later_stages_run_again(generatio
     assert recorder.names() == ["benchmark " + str(directory / "model-pruned.pt")]
 
 
-def test_a_changed_plan_is_refused_in_its_directory(generation):
+@pytest.fixture
+def edited(generation):
+    """The finished tiny generation's plan data, to edit; its state file and training configs are put
+    back afterwards."""
     _plan, directory, *_ = generation
-    data = tiny_data(directory)
+    kept = {path: path.read_text() for path in [directory / STATE_FILE, *(directory / "configs").glob("*.toml")]}
+    yield directory, tiny_data(directory)
+    for path, text in kept.items():
+        path.write_text(text)
+
+
+def test_a_plan_changed_after_its_datasets_runs_again_from_the_first_changed_stage(edited):
+    directory, data = edited
+    data["pruning"]["hidden"] = 5
     data["head_to_head"][0]["games"] = 10
+    recorder, lines = Recorder(really=False), []
+    state = run(plan_from_dict(data), recorder, lines)
+    # Datasets, trainings and the combined model kept; the pruning and every later stage run again.
+    assert recorder.names() == ["prune " + str(directory / "model.pt"),
+                                "benchmark " + str(directory / "model-pruned.pt"),
+                                *["bench " + str(directory / "model-pruned.pt")] * 3]
+    assert recorder.commands[0][recorder.commands[0].index("--hidden") + 1] == "5"
+    assert recorder.commands[2][recorder.commands[2].index("--games") + 1] == "10"
+    assert "finished stages kept, running prune and every later stage again" in "\n".join(lines)
+    assert "[train:contact] finished earlier" in "\n".join(lines)
+    saved = json.loads((directory / STATE_FILE).read_text())
+    assert saved["plan_sha256"] == plan_from_dict(data).digest
+    assert [stage["name"] for stage in saved["stages"]] == [stage["name"] for stage in state.stages]
+    # Run again, the edited plan is the directory's own: nothing runs.
+    again = Recorder(really=False)
+    run(plan_from_dict(data), again)
+    assert again.commands == []
+
+
+def test_a_changed_training_runs_again_with_its_new_settings(edited):
+    directory, data = edited
+    data["phases"]["crashed"]["epochs"] = 3
+    recorder = Recorder(really=False)
+    run(plan_from_dict(data), recorder, stop_after="train:crashed")
+    assert recorder.names() == ["train --config"]
+    assert "epochs = 3" in (directory / "configs" / "crashed.toml").read_text()
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda data: data["relabel"][0].update(labeller="ply:1"),
+     r"relabel:relabelled-s1 would be made again \(its settings changed\): move \S+relabelled-s1 away"),
+    (lambda data: data["datasets"].append({**data["datasets"][0], "name": "selfplay-s2", "seed": 2}),
+     r"relabel:relabelled-s1 would be made again \(dataset:selfplay-s2 comes before it and must run\)"),
+    (lambda data: data["generation"].update(name="another"), "holds the state of another generation plan"),
+])
+def test_a_changed_plan_that_would_make_a_finished_dataset_again_is_refused(edited, change, message):
+    _directory, data = edited
+    change(data)
+    recorder = Recorder(really=False)
+    with pytest.raises(ValueError, match=message):
+        run(plan_from_dict(data), recorder)
+    assert recorder.commands == []
+
+
+def test_a_state_whose_plan_cannot_be_read_is_another_plans(edited):
+    directory, data = edited
+    state = json.loads((directory / STATE_FILE).read_text())
+    state.update(plan={"generation": {}}, plan_sha256="0" * 64)
+    (directory / STATE_FILE).write_text(json.dumps(state))
     with pytest.raises(ValueError, match="another generation plan"):
         run(plan_from_dict(data), Recorder(really=False))
 

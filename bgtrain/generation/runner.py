@@ -4,6 +4,12 @@ A finished stage (recorded in the directory's state file with its outputs' sha25
 outputs are unchanged; the stage that was running when the generation stopped is resumed; once a stage
 runs, every later stage runs too (its inputs may be new). A stage whose output changed since it finished
 runs again, and so does every stage after it. The last stage ships the model and writes the lineage.
+
+A plan changed since its directory's stages ran (its config edited) keeps each finished stage whose
+fingerprint (its commands and settings, ``Stage.fingerprint``) is unchanged, up to the first stage that
+must run: that one and every later one run again, as after a stop. A finished dataset is never made again
+unasked: when one would be (its settings changed, or a stage before it did), the plan is refused, naming
+the dataset to move away or the directory to choose instead.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from pathlib import Path
 
 from bgtrain.directory_lock import directory_lock
 from bgtrain.files import atomic_write
-from bgtrain.generation.config import GenerationConfig
+from bgtrain.generation.config import GenerationConfig, plan_from_dict
 from bgtrain.generation.lineage import write_lineage
 from bgtrain.generation.stages import Context, Launcher, RunOptions, Stage, model_path, plan_stages
 from bgtrain.generation.state import GenerationState, output_sha256
@@ -48,6 +54,8 @@ def _run_stages(plan: GenerationConfig, config_path: str, launch: Launcher, opti
                 command_line: str) -> GenerationState:
     home = plan.generation.home
     state = GenerationState.open(home, plan.digest, plan.to_dict(), config_path)
+    if state.earlier_plan is not None:
+        _adopt_changed_plan(state, plan, stages, config_path, echo)
     context = Context(plan, options, launch, echo)
     ran_one = False
     skipped: dict[str, str] = {}
@@ -90,6 +98,41 @@ def _run_stages(plan: GenerationConfig, config_path: str, launch: Launcher, opti
         if stage.name == stop_after:
             break
     return state
+
+
+def _adopt_changed_plan(state: GenerationState, plan: GenerationConfig, stages: list[Stage], config_path: str,
+                        echo: Callable[[str], None]) -> None:
+    """Keep the finished stages of ``state.earlier_plan`` that ``plan`` has with the same fingerprint, up
+    to the first stage that must run; a ValueError when that would make a finished dataset again."""
+    refusal = (f"{plan.generation.home} holds the state of another generation plan ({state.earlier_config}); "
+               f"give [generation] directory another path, or move {state.path} away to start again with {config_path}")
+    try:
+        earlier_plan = plan_from_dict(state.earlier_plan or {})
+        earlier_stages = plan_stages(earlier_plan, RunOptions())
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise ValueError(refusal) from None
+    if earlier_plan.generation.name != plan.generation.name:
+        raise ValueError(refusal)  # another generation, not its plan edited
+    earlier = {stage.name: stage.fingerprint() for stage in earlier_stages}
+    now = {stage.name: stage.fingerprint() for stage in plan_stages(plan, RunOptions())}
+    unchanged = {name for name, fingerprint in now.items() if earlier.get(name) == fingerprint}
+    names = [stage.name for stage in stages]
+    first = next((index for index, name in enumerate(names) if name not in unchanged or not state.finished(name)),
+                 len(names))
+    for stage in stages[first:]:
+        remade = state.finished(stage.name) or (stage.name == state.running and stage.name not in unchanged)
+        if stage.makes_dataset and remade and any(output_sha256(path) for path in stage.outputs):
+            why = "its settings changed" if stage.name not in unchanged else f"{names[first]} comes before it and must run"
+            raise ValueError(f"{plan.generation.home}: the plan changed since its stages ran ({state.earlier_config}), "
+                             f"and {stage.name} would be made again ({why}): move {stage.outputs[0]} away to make it "
+                             f"again, or give [generation] directory another path")
+    kept = set(names[:first])
+    state.stages = [record for record in state.stages if record["name"] in kept]
+    if state.running is not None and state.running not in unchanged:
+        state.running = None  # an attempt under other settings: started afresh, not resumed
+    state.earlier_plan = None
+    echo(f"the plan changed since this directory's stages ran ({state.earlier_config}): {len(state.stages)} "
+         f"finished stages kept, running {names[first] if first < len(names) else SHIP} and every later stage again")
 
 
 def _ship_stage(plan: GenerationConfig, config_path: str, command_line: str, stages: list[Stage],

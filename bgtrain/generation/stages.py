@@ -24,6 +24,7 @@ directory), so nothing made from old inputs survives.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import shutil
@@ -95,6 +96,21 @@ class Stage:
     """``execute(context, resuming)``: make the outputs, resuming an interrupted attempt or starting afresh."""
     skip: Callable[[], str] = field(default=lambda: "")
     """Why the stage cannot run here ("" when it can): it is said, left unrecorded and tried on the next run."""
+    settings: str = ""
+    """What the stage makes its outputs by beyond its commands' words (a training's resolved config)."""
+
+    @property
+    def makes_dataset(self) -> bool:
+        return self.name.split(":")[0] in DATASET_STAGES
+
+    def fingerprint(self) -> str:
+        """sha256 of what defines the stage's outputs: its commands and settings. Take it from a stage
+        planned with ``RunOptions()``, so that ``--threads`` and the executor do not count."""
+        return hashlib.sha256(json.dumps([self.commands, self.settings]).encode()).hexdigest()
+
+
+DATASET_STAGES = ("dataset", "relabel", "select", "plays")
+"""The kinds of stage that make a dataset: the costly ones, never made again without being asked."""
 
 
 def _quoted(text: str | Path) -> str:
@@ -239,7 +255,8 @@ def _train_stage(plan: GenerationConfig, phase: str, member: int, key: str, thre
         # Afresh: an attempt killed before its first checkpoint, or a run made from inputs that changed.
         context.run(words + (["--overwrite"] if run_dir.exists() else []))
 
-    return Stage(f"train:{key}", (bgtrain_words(words),), (run_dir / "final.pt",), execute)
+    return Stage(f"train:{key}", (bgtrain_words(words),), (run_dir / "final.pt",), execute,
+                 settings=to_toml_text(config))
 
 
 def _combine_stage(plan: GenerationConfig) -> Stage:

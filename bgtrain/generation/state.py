@@ -1,10 +1,11 @@
 """The state file of a generation's directory (``generation-state.json``): which stages finished, with
 their commands, the sha256 of every output and their seconds, and which stage was running.
 
-Invariants: the file belongs to one plan (``plan_sha256``, the digest of the resolved config; another plan
-is refused, so two generations never mix in one directory); a stage is recorded only after its outputs
-are complete; the file is rewritten atomically after every change, so a kill at any moment leaves either
-the old or the new state.
+Invariants: the file belongs to one plan (``plan_sha256``, the digest of the resolved config, and the plan
+itself); a plan changed since its stages ran keeps only the finished stages whose settings it left as they
+were (``bgtrain.generation.runner``), so two generations never mix in one directory; a stage is recorded
+only after its outputs are complete; the file is rewritten atomically after every change, so a kill at any
+moment leaves either the old or the new state.
 """
 
 from __future__ import annotations
@@ -46,10 +47,15 @@ class GenerationState:
     plan: dict[str, Any]
     stages: list[dict[str, Any]] = field(default_factory=list)
     running: str | None = None
+    earlier_plan: dict[str, Any] | None = None
+    """The plan the stages were run by, when it is not ``plan`` (its config changed since); None when it is."""
+    earlier_config: str = ""
 
     @classmethod
     def open(cls, directory: str | Path, plan_sha256: str, plan: dict[str, Any], config_path: str) -> GenerationState:
-        """The state of ``directory``, new if it has none; a ValueError when it holds another plan's."""
+        """The state of ``directory`` for ``plan``, new if it has none; one written by another plan keeps
+        that plan in ``earlier_plan`` (the runner keeps the stages the two share); a ValueError when the
+        file is not a state file."""
         path = Path(directory) / STATE_FILE
         if not path.exists():
             return cls(path, plan_sha256, plan)
@@ -59,11 +65,10 @@ class GenerationState:
             raise ValueError(f"{path}: not a generation state file (damaged?); move it away to start again") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"{path}: not a generation state file; move it away to start again")
+        state = cls(path, plan_sha256, plan, list(data.get("stages", [])), data.get("running"))
         if data.get("plan_sha256") != plan_sha256:
-            raise ValueError(f"{directory} holds the state of another generation plan ({data.get('config', '?')}, "
-                             f"changed since it started?); give [generation] directory another path, or move "
-                             f"{path} away to start again with {config_path}")
-        return cls(path, plan_sha256, plan, list(data.get("stages", [])), data.get("running"))
+            state.earlier_plan, state.earlier_config = data.get("plan") or {}, str(data.get("config", "?"))
+        return state
 
     def save(self, config_path: str) -> None:
         payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": config_path,
