@@ -12,9 +12,9 @@ lineage JSON written. Each command is printed before it runs. The generation's d
 file of the finished stages with their outputs' sha256: run the same command again after a stop or a
 kill, and it skips what finished and resumes the stage that was running. Edit the plan after some stages
 ran, and the same command keeps the finished stages the edit left as they were and runs the rest (a plan
-that would make a finished dataset again, or another generation's, is refused in one line). ``--executor ray`` goes to the commands that take it (dataset generate, relabel
-and plays, bench: a shard or a chunk of games a work unit); selection, training and the benchmark run in
-their own process. ``--in-process`` runs each command in this process (no interpreter start and no
+that would make a finished dataset again, or another generation's, is refused in one line). ``--executor
+ray`` goes to the commands that take it (dataset generate, relabel and plays, bench: a shard or a chunk of
+games a work unit); selection, training and the benchmark run in their own process. ``--in-process`` runs each command in this process (no interpreter start and no
 compile per stage: seconds saved on tiny plans; tests).
 """
 

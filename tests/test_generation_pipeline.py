@@ -1,6 +1,7 @@
 """scripts/generation.py and bgtrain.generation: the tiny plan end to end (configs/generation/tiny.toml),
 stopped after a stage and resumed without redoing what finished, a stage that was running resumed, a changed
-plan run again from its first changed stage (or refused where it would make a finished dataset again), a plan's mistakes refused in one line, and --executor ray given to the commands that take it."""
+plan run again from its first changed stage (or refused where it would make a finished dataset again), a
+plan's mistakes refused in one line, and --executor ray given to the commands that take it."""
 
 from __future__ import annotations
 

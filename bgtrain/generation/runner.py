@@ -53,7 +53,7 @@ def _run_stages(plan: GenerationConfig, config_path: str, launch: Launcher, opti
                 stages: list[Stage], stop_after: str | None, echo: Callable[[str], None],
                 command_line: str) -> GenerationState:
     home = plan.generation.home
-    state = GenerationState.open(home, plan.digest, plan.to_dict(), config_path)
+    state = GenerationState.open(home, plan.digest, plan.to_dict())
     if state.earlier_plan is not None:
         _adopt_changed_plan(state, plan, stages, config_path, echo)
     context = Context(plan, options, launch, echo)

@@ -52,7 +52,7 @@ class GenerationState:
     earlier_config: str = ""
 
     @classmethod
-    def open(cls, directory: str | Path, plan_sha256: str, plan: dict[str, Any], config_path: str) -> GenerationState:
+    def open(cls, directory: str | Path, plan_sha256: str, plan: dict[str, Any]) -> GenerationState:
         """The state of ``directory`` for ``plan``, new if it has none; one written by another plan keeps
         that plan in ``earlier_plan`` (the runner keeps the stages the two share); a ValueError when the
         file is not a state file."""
