@@ -309,6 +309,12 @@ def test_a_dataset_made_from_another_runs_after_its_source(tmp_path):
     (lambda data: data["pruning"].update(min_positions=0), "[pruning] hidden, epochs and min_positions must be >= 1"),
     (lambda data: data["phases"]["race"].update(train=False, init_from="", init_member=-1),
      "[phases.race] train = false keeps its start: give init_from"),
+    (lambda data: data["pruning"].update(keep=["racing"]), "[pruning] keep: 'racing' is no phase"),
+    (lambda data: data["pruning"].update(keep=["race"]), "[pruning] keep: [phases.race] must be one network kept"),
+    (lambda data: (data["phases"]["race"].update(train=False), data["pruning"].update(keep=["race", "race"])),
+     "[pruning] keep: a phase is named twice"),
+    (lambda data: (data["phases"]["race"].update(train=False), data["pruning"].update(keep=["race"], positions=[])),
+     "[pruning] positions: name the datasets the contact, crashed pruning networks are fitted on"),
 ])
 def test_plan_mistakes_are_refused_by_name(tmp_path, change, message):
     data = tiny_data(tmp_path)
@@ -316,6 +322,21 @@ def test_plan_mistakes_are_refused_by_name(tmp_path, change, message):
     with pytest.raises(ValueError) as refused:
         plan_from_dict(data)
     assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_phase_kept_from_a_checkpoint_keeps_its_pruning_network(tmp_path):
+    data = tiny_data(tmp_path)
+    digest = plan_from_dict(data).digest
+    prune = {stage.name: stage for stage in plan_stages(plan_from_dict(data), RunOptions())}["prune"]
+    assert "--keep" not in prune.commands[0]
+    data["phases"]["race"].update(train=False)
+    unkept = plan_from_dict(data)
+    assert "keep" not in unkept.to_dict()["pruning"]  # plans that keep none keep their digests
+    data["pruning"]["keep"] = ["race"]
+    plan = plan_from_dict(data)
+    assert plan.digest not in (digest, unkept.digest)
+    words = {stage.name: stage for stage in plan_stages(plan, RunOptions())}["prune"].commands[0]
+    assert words[words.index("--keep") + 1] == "race=checkpoints/bgtrain-distilled.pt"
 
 
 def test_the_script_says_a_mistake_in_one_line_with_status_2(tmp_path, capsys):

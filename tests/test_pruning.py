@@ -26,7 +26,7 @@ from bgtrain.values.static_value import NetworkValue, StaticValue
 from engine.dice import ALL_ROLLS
 from engine.movegen import legal_afterstates, rank_per_position
 from engine.position_id import decode_position_id
-from engine.position_kinds import PositionKind
+from engine.position_kinds import PositionKind, position_phases
 from engine.random_play import sample_positions
 from engine.rules import STANDARD
 
@@ -205,6 +205,60 @@ def test_cli_prune_fits_attaches_and_eval_uses_it(tmp_path, capsys, checkpoint):
     assert "play_pruning" not in capsys.readouterr().out
     assert main(["prune", str(checkpoint), "--positions", str(directory), "--out", str(tmp_path / "x.onnx")]) == 2
     assert "named .pt" in capsys.readouterr().err
+
+
+def plays_dataset(directory, boards: torch.Tensor):
+    """A plays dataset of ``boards`` (its labels unused by pruning)."""
+    directory.mkdir()
+    rows = boards.shape[0]
+    tensors = {"positions": boards, "targets": torch.full((rows, 5), 0.5), "standard_errors": torch.zeros(rows, 5),
+               "zero_ply": torch.full((rows, 5), 0.5), "kinds": torch.zeros(rows, dtype=torch.int8)}
+    write_manifest(directory, {"format": "bgtrain-dataset", "format_version": 1,
+                               "shards": [write_shard(directory, 0, tensors)]})
+    return directory
+
+
+def test_a_phase_network_the_model_shares_keeps_that_checkpoints_pruning_network(tmp_path, capsys, model, pruning):
+    # The start: the model with pruning networks; the student: its contact and crashed networks retrained
+    # (other weights), its race network the start's. No race positions: only keeping race's network can do.
+    start = attach_pruning(save_checkpoint(tmp_path / "start.pt", checkpoint_payload(model, Config())), pruning,
+                           {"phases": {"race": {"positions": 50_000, "equity_rms": 0.05}}}, tmp_path / "start-pruned.pt")
+    retrained = phase_model("tesauro_plus", 12, seed=3)
+    student = PhaseNetwork({"contact": retrained.phases["contact"], "crashed": retrained.phases["crashed"],
+                            "race": model.phases["race"]})
+    student_path = save_checkpoint(tmp_path / "student.pt", checkpoint_payload(student, Config()))
+    boards, _ = sample_positions(1000, seed=6, games=32, turns=40)
+    boards = boards[position_phases(boards) != PositionKind.RACE]
+    directory = plays_dataset(tmp_path / "plays", boards)
+    out = tmp_path / "student-pruned.pt"
+    fit = ["prune", str(student_path), "--positions", str(directory), "--out", str(out), "--hidden", "4",
+           "--epochs", "1", "--threads", "1", "--min-positions", "10"]
+    assert main(fit) == 2
+    assert "0 race position(s), fewer than the 10" in capsys.readouterr().err and not out.exists()
+    assert main([*fit, "--keep", f"race={start}"]) == 0
+    assert f"race     kept from {start}" in capsys.readouterr().out
+    kept = load_model(out)
+    test = sample_positions(200, seed=8, games=16, turns=80)[0]
+    assert torch.equal(kept.pruning.phases["race"].evaluate(test), pruning.phases["race"].evaluate(test))
+    assert not torch.equal(kept.pruning.phases["contact"].evaluate(test), pruning.phases["contact"].evaluate(test))
+    phases = kept.payload[PRUNING]["trained"]["phases"]
+    assert phases["race"] == {"positions": 50_000, "equity_rms": 0.05, "kept_from": str(start)}
+    assert phases["contact"]["positions"] == int((position_phases(boards) == PositionKind.CONTACT).sum())
+    # A network the student does not share is refused by name, as is a checkpoint without pruning networks.
+    for keep, message in [(["--keep", f"contact={start}"], "the model's contact network is not"),
+                          (["--keep", f"race={student_path}"], "is not a phase model with pruning networks"),
+                          (["--keep", "racing=x.pt"], "write PHASE=CHECKPOINT"),
+                          (["--keep", f"race={start}", "--keep", f"race={start}"], "already kept")]:
+        assert main([*fit, *keep]) == 2
+        refusal = capsys.readouterr().err
+        assert message in refusal and len(refusal.strip().splitlines()) == 1
+    # Every phase kept: no positions needed, and the networks are the start's.
+    every = ["prune", str(start), "--out", str(tmp_path / "again.pt"),
+             *[word for phase in ("contact", "crashed", "race") for word in ("--keep", f"{phase}={start}")]]
+    assert main(every) == 0
+    assert torch.equal(load_model(tmp_path / "again.pt").pruning.evaluate(test), pruning.evaluate(test))
+    assert main(every[:4] + ["--keep", f"race={start}"]) == 2
+    assert "--positions: name the datasets" in capsys.readouterr().err
 
 
 def test_pruning_networks_travel_to_workers(tmp_path, checkpoint, pruning, positions):

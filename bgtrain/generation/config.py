@@ -271,6 +271,9 @@ class PruningSection:
     positions: tuple[str, ...] = ()
     """Datasets the networks are fitted on, by name or directory (``NAME@N``: its first N shards); the
     positions after plays (``[[plays]]``) are what they must rank. Their labels are not used."""
+    keep: tuple[str, ...] = ()
+    """Phases kept from a checkpoint (``train = false``, ``init_from`` it) whose pruning networks the model
+    takes from that checkpoint rather than fitting them (``bgtrain prune --keep``): no positions of theirs needed."""
     encoder: str = "tesauro198"
     hidden: int = 64
     epochs: int = 12
@@ -285,7 +288,7 @@ class PruningSection:
 
     @property
     def enabled(self) -> bool:
-        return bool(self.positions)
+        return bool(self.positions or self.keep)
 
 
 @dataclass(frozen=True)
@@ -415,6 +418,8 @@ class GenerationConfig:
             del data["select"]  # a plan without selections keeps the digest it had before [[select]] existed
         if not self.pruning.enabled:
             del data["pruning"]  # likewise a plan without pruning networks, before [pruning] existed
+        elif not self.pruning.keep:
+            del data["pruning"]["keep"]  # and one that keeps none, before keep existed
         for entry in data["plays"]:
             if not entry["rival"]:
                 del entry["rival"]  # and plays without a rival, before rivals existed
@@ -569,6 +574,7 @@ def _check_references(plan: GenerationConfig) -> None:
             phase_training_config(plan, phase, member)  # the training config's own checks, now
     for reference in plan.pruning.positions:
         _check_dataset_reference("[pruning] positions", reference, names)
+    _check_kept_pruning(plan)
     for phase, members in plan.phases.items():
         if not any(section.in_model for section in members):
             raise ValueError(f"[phases.{phase}]: every network has in_model = false; the model needs one")
@@ -576,6 +582,22 @@ def _check_references(plan: GenerationConfig) -> None:
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         raise ValueError(f"[[head_to_head]]: two entries are named {repeated[0]!r}; give one a name")
+
+
+def _check_kept_pruning(plan: GenerationConfig) -> None:
+    """``[pruning] keep`` names phases kept whole from a checkpoint, and positions cover the others."""
+    for phase in plan.pruning.keep:
+        if phase not in PHASE_NAMES:
+            raise ValueError(f"[pruning] keep: {phase!r} is no phase; the phases are {', '.join(PHASE_NAMES)}")
+        members = plan.phases[phase]
+        if len(members) != 1 or members[0].train or not members[0].init_from or members[0].init_from.startswith(NETWORK):
+            raise ValueError(f"[pruning] keep: [phases.{phase}] must be one network kept from a checkpoint "
+                             "(train = false, init_from the checkpoint) for its pruning network to be that checkpoint's")
+    if len(set(plan.pruning.keep)) != len(plan.pruning.keep):
+        raise ValueError("[pruning] keep: a phase is named twice")
+    fitted = [phase for phase in PHASE_NAMES if phase not in plan.pruning.keep]
+    if plan.pruning.keep and fitted and not plan.pruning.positions:
+        raise ValueError(f"[pruning] positions: name the datasets the {', '.join(fitted)} pruning networks are fitted on")
 
 
 def _check_dataset_reference(where: str, reference: str, names: list[str]) -> None:

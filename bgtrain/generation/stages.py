@@ -280,10 +280,13 @@ def _combine_stage(plan: GenerationConfig) -> Stage:
 
 def _prune_stage(plan: GenerationConfig, threads: Words) -> Stage:
     section, out = plan.pruning, model_path(plan)
-    words = ["prune", str(phase_model_path(plan)), "--positions",
-             *[dataset_reference(plan, reference) for reference in section.positions], "--out", str(out),
-             "--encoder", section.encoder, "--hidden", str(section.hidden), "--epochs", str(section.epochs),
-             "--seed", str(section.seed), "--min-positions", str(section.min_positions), *threads]
+    positions = [dataset_reference(plan, reference) for reference in section.positions]
+    words = ["prune", str(phase_model_path(plan)), *(["--positions", *positions] if positions else []),
+             "--out", str(out), "--encoder", section.encoder, "--hidden", str(section.hidden),
+             "--epochs", str(section.epochs), "--seed", str(section.seed), "--min-positions", str(section.min_positions)]
+    for phase in section.keep:  # a phase kept whole from a checkpoint keeps that checkpoint's pruning network
+        words += ["--keep", f"{phase}={plan.phases[phase][0].init_from}"]
+    words += threads
     return Stage("prune", (bgtrain_words(words),), (out,), lambda context, resuming: context.run(words))
 
 

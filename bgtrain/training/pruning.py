@@ -9,8 +9,12 @@ Tesauro inputs by default, is fitted by binary cross-entropy on the five outcome
 and a cosine-decaying rate; a held-out share of the positions measures it (the loss, and the root mean
 square of its cubeless equity's difference from the model's).
 
+A phase whose network is another checkpoint's own, weight for weight (a plan that retrains contact and
+keeps its start's race network), keeps that checkpoint's pruning network (``kept_pruning_network``): it was
+fitted to the same function, so fitting it again would only cost positions of that phase.
+
 ``attach_pruning`` writes a copy of the model's checkpoint with the networks as its ``pruning`` entry
-(``bgtrain prune MODEL --positions DIR --out PATH``).
+(``bgtrain prune MODEL --positions DIR --out PATH [--keep PHASE=CHECKPOINT]``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import torch
 
 from bgtrain.model.checkpoint import load_checkpoint, save_checkpoint
+from bgtrain.model.loading import load_model
 from bgtrain.model.network import ValueNetwork
 from bgtrain.model.phases import PhaseNetwork
 from bgtrain.model.pruning import PRUNING, pruning_entry
@@ -110,23 +115,56 @@ def fit_network(positions: torch.Tensor, targets: torch.Tensor, settings: Prunin
     return network, figures
 
 
-def fit_pruning_networks(model, positions: torch.Tensor, settings: PruningTraining,
-                         rules: Rules) -> tuple[PhaseNetwork, dict[str, dict[str, float]]]:
+def same_network(first: torch.nn.Module, second: torch.nn.Module) -> bool:
+    """Whether two networks are one function by construction: the same architecture and every weight equal."""
+    if first.model_args() != second.model_args():
+        return False
+    ours, theirs = first.state_dict(), second.state_dict()
+    return ours.keys() == theirs.keys() and all(torch.equal(ours[name], theirs[name]) for name in ours)
+
+
+def kept_pruning_network(model: PhaseNetwork, phase: str, source: str | Path) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """The pruning network of ``phase`` in the phase model checkpoint at ``source``, for ``model`` whose
+    ``phase`` network is ``source``'s (checked weight for weight, or a ValueError in one line), and its
+    figures as ``source`` recorded them, with ``kept_from``."""
+    if phase not in PHASE_NAMES:
+        raise ValueError(f"keeping a pruning network: {phase!r} is no phase; the phases are {', '.join(PHASE_NAMES)}")
+    loaded = load_model(source)
+    if not isinstance(loaded.model, PhaseNetwork) or loaded.pruning is None:
+        raise ValueError(f"keeping the {phase} pruning network of {source}: it is not a phase model with pruning networks")
+    if not same_network(model.phases[phase], loaded.model.phases[phase]):
+        raise ValueError(f"keeping the {phase} pruning network of {source}: the model's {phase} network is not "
+                         f"{source}'s, and its pruning network ranks plays for that one; fit it instead")
+    recorded = ((loaded.payload[PRUNING].get("trained") or {}).get("phases") or {}).get(phase) or {}
+    return loaded.pruning.phases[phase], {**recorded, "kept_from": str(source)}
+
+
+def fit_pruning_networks(model, positions: torch.Tensor | None, settings: PruningTraining, rules: Rules,
+                         kept: dict[str, str | Path] | None = None) -> tuple[PhaseNetwork, dict[str, dict[str, Any]]]:
     """A pruning network a phase, fitted to ``model``'s 0-ply on the ``positions`` of that phase
-    (``int8[N, 28]``, side to move), and each phase's held-out figures (``fit_network``)."""
-    phase = position_phases(positions)
-    counts = {name: int((phase == kind).sum()) for kind, name in zip(PHASES, PHASE_NAMES)}
+    (``int8[N, 28]``, side to move) or, for a phase in ``kept`` (phase: checkpoint), that checkpoint's
+    (``kept_pruning_network``), and each phase's figures (``fit_network``'s held-out ones, or the kept
+    network's as recorded)."""
+    kept = dict(kept or {})
+    networks, report = {}, {}
+    for phase, source in kept.items():  # every kept network checked before any is fitted
+        networks[phase], report[phase] = kept_pruning_network(model, phase, source)
+    fitted = [(kind, name) for kind, name in zip(PHASES, PHASE_NAMES) if name not in kept]
+    if fitted and positions is None:
+        raise ValueError(f"pruning training: name the positions the {', '.join(name for _, name in fitted)} "
+                         "network(s) are fitted on")
+    phase = position_phases(positions) if fitted else None
     needed = max(settings.min_positions, 2)  # fit_network holds one out, so two at the least
-    for name, count in counts.items():  # every phase checked before any is fitted
+    for kind, name in fitted:  # every phase checked before any is fitted
+        count = int((phase == kind).sum())
         if count < needed:
             raise ValueError(f"pruning training: the positions hold {count:,} {name} position(s), fewer than the "
                              f"{needed:,} a phase needs to rank its plays (add a dataset with {name} "
                              f"positions, e.g. `bgtrain dataset plays` of {name} self-play, or lower min_positions)")
-    networks, report = {}, {}
-    for kind, name in zip(PHASES, PHASE_NAMES):
+    for kind, name in fitted:
         rows = positions[phase == kind]
         networks[name], report[name] = fit_network(rows, model_labels(model, rows, rules), settings, rules)
-    return PhaseNetwork(networks).eval(), report
+    return PhaseNetwork({name: networks[name] for name in PHASE_NAMES}).eval(), {name: report[name] for name in PHASE_NAMES}
 
 
 def attach_pruning(model_path: str | Path, networks: PhaseNetwork, trained: dict[str, Any],
