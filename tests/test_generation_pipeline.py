@@ -324,6 +324,21 @@ def test_plan_mistakes_are_refused_by_name(tmp_path, change, message):
     assert message in str(refused.value) and "\n" not in str(refused.value)
 
 
+def test_the_softmax_move_choice_term_reaches_the_training_and_plans_without_it_keep_their_digest(tmp_path):
+    data = tiny_data(tmp_path)
+    plain = plan_from_dict(data)
+    assert "sibling_loss" not in plain.to_dict()["phases"]["contact"][0]
+    assert plain.phase_training("contact", 0).supervised.sibling_loss == "mse"
+    data["phases"]["contact"].update(sibling_loss="softmax", sibling_temperature=0.05)
+    plan = plan_from_dict(data)
+    supervised = plan.phase_training("contact", 0).supervised
+    assert (supervised.sibling_loss, supervised.sibling_temperature) == ("softmax", 0.05)
+    assert plan.digest != plain.digest
+    data["phases"]["contact"]["sibling_loss"] = "hinge"
+    with pytest.raises(ValueError, match="sibling_loss = 'hinge': must be one of 'mse', 'softmax'"):
+        plan_from_dict(data)
+
+
 def test_a_phase_kept_from_a_checkpoint_keeps_its_pruning_network(tmp_path):
     data = tiny_data(tmp_path)
     digest = plan_from_dict(data).digest

@@ -17,7 +17,12 @@ from bgtrain.datasets.relabel import relabel_dataset
 from bgtrain.model.loading import load_model
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.training.config import load_config
-from bgtrain.training.move_choices import MoveChoiceGroups, sibling_loss, within_roll_error
+from bgtrain.training.move_choices import (
+    MoveChoiceGroups,
+    sibling_loss,
+    softmax_choice_loss,
+    within_roll_error,
+)
 from bgtrain.training.supervised import split_dataset
 
 
@@ -59,6 +64,29 @@ def test_the_loss_sees_only_differences_within_a_group():
     assert float(sibling_loss(swapped, teacher, segment, 2)) == pytest.approx(expected)
 
 
+def test_the_softmax_term_reads_the_choice_and_matches_the_squares_for_small_differences():
+    teacher = torch.tensor([0.10, 0.12, 0.60, 0.30, 0.31])
+    segment = torch.tensor([0, 0, 0, 1, 1])
+    shifted = teacher + torch.tensor([0.5, 0.5, 0.5, -2.0, -2.0])
+    assert float(softmax_choice_loss(shifted, teacher, segment, 2, 0.02)) == pytest.approx(0.0, abs=1e-9)
+    # Group 0's third play is 0.48 below the best (24 temperatures): valuing it 0.2 better changes no choice
+    # and costs next to nothing; valuing it as good as the best costs as much as a swap of the top two.
+    far = teacher + torch.tensor([0.0, 0.0, -0.2, 0.0, 0.0])
+    near = teacher + torch.tensor([0.0, 0.0, -0.5, 0.0, 0.0])
+    swapped = teacher[[1, 0, 2, 3, 4]]
+    assert float(softmax_choice_loss(far, teacher, segment, 2, 0.02)) < 1e-6
+    assert float(sibling_loss(far, teacher, segment, 2)) > 0.005  # the squares weigh it as any other error
+    assert float(softmax_choice_loss(near, teacher, segment, 2, 0.02)) > float(
+        softmax_choice_loss(swapped, teacher, segment, 2, 0.02))
+    # Differences small against the temperature: the squares' value, the one weight serving both.
+    generator = torch.Generator().manual_seed(0)
+    groups = torch.arange(500).repeat_interleave(4)
+    small = torch.randn(2000, generator=generator) * 0.002
+    student = small + torch.randn(2000, generator=generator) * 0.002
+    assert float(softmax_choice_loss(student, small, groups, 500, 0.1)) == pytest.approx(
+        float(sibling_loss(student, small, groups, 500)), rel=0.02)
+
+
 def test_within_roll_error_is_what_the_students_choice_loses():
     # Rows are seen by the side on roll after the play: the mover chooses the lowest equity.
     groups = torch.tensor([7, 7, 7, 2, 2, 5, -1])  # group 5 has one row and -1 none: no choice in either
@@ -96,6 +124,10 @@ def test_the_term_lowers_what_the_choices_lose_and_resumes_exactly(tmp_path, pla
                                "supervised.sibling_groups=8")
     ranked = choice_error(train(ranked_config, progress=False))
     assert ranked < 0.7 * plain, (ranked, plain)
+    softmax_config = config_for(plays, tmp_path / "softmax", "supervised.epochs=30", "supervised.sibling_weight=20.0",
+                                "supervised.sibling_groups=8", "supervised.sibling_loss='softmax'",
+                                "supervised.sibling_temperature=0.05")
+    assert choice_error(train(softmax_config, progress=False)) < 0.7 * plain
 
     short = config_for(plays, tmp_path / "whole", "supervised.epochs=2", "supervised.sibling_weight=5.0")
     whole = load_model(train(short, progress=False)).model
@@ -125,6 +157,10 @@ def test_the_term_needs_groups(tmp_path):
               progress=False)
     with pytest.raises(ValueError, match="sibling_weight = -1.0: must be >= 0"):
         config_for(directory, tmp_path / "run", "supervised.sibling_weight=-1.0")
+    with pytest.raises(ValueError, match="sibling_loss = 'hinge': must be one of 'mse', 'softmax'"):
+        config_for(directory, tmp_path / "run", "supervised.sibling_loss='hinge'")
+    with pytest.raises(ValueError, match="sibling_temperature = 0.0: must be > 0"):
+        config_for(directory, tmp_path / "run", "supervised.sibling_temperature=0.0")
 
 
 def test_the_script_scores_models_against_the_mean_of_a_references_teachers(tmp_path, plays, capsys):

@@ -28,6 +28,7 @@ from bgtrain.datasets.selection import SelectionSettings
 from bgtrain.training.config import Config, config_from_dict
 from bgtrain.training.config import _convert as convert_field
 from bgtrain.training.config import _unknown_key as unknown_key
+from bgtrain.training.config_sections import SIBLING_TEMPERATURE
 from bgtrain.training.pruning import MIN_POSITIONS
 from engine.position_kinds import PHASE_NAMES
 
@@ -227,6 +228,9 @@ class PhaseSection:
     sibling_weight: float = 0.0
     """The move-choice term's weight (``[supervised] sibling_weight``): the plays datasets' groups."""
     sibling_groups: int = 32
+    sibling_loss: str = "mse"
+    """``[supervised] sibling_loss``: "mse" or "softmax" (the choices as distributions at ``sibling_temperature``)."""
+    sibling_temperature: float = SIBLING_TEMPERATURE
     seed: int = 0
     init_from: str = ""
     """A checkpoint that starts the training; ``network:KEY`` the network another training of this plan
@@ -420,6 +424,10 @@ class GenerationConfig:
             del data["pruning"]  # likewise a plan without pruning networks, before [pruning] existed
         elif not self.pruning.keep:
             del data["pruning"]["keep"]  # and one that keeps none, before keep existed
+        for members in data["phases"].values():
+            for entry in members:
+                if entry["sibling_loss"] == "mse" and entry["sibling_temperature"] == SIBLING_TEMPERATURE:
+                    del entry["sibling_loss"], entry["sibling_temperature"]  # and trainings before the softmax term
         for entry in data["plays"]:
             if not entry["rival"]:
                 del entry["rival"]  # and plays without a rival, before rivals existed
@@ -454,6 +462,7 @@ def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0) -
             "lr_schedule": section.lr_schedule, "lr_final_fraction": section.lr_final_fraction,
             "loss": section.loss, "heldout_fraction": section.heldout_fraction,
             "sibling_weight": section.sibling_weight, "sibling_groups": section.sibling_groups,
+            "sibling_loss": section.sibling_loss, "sibling_temperature": section.sibling_temperature,
         },
         "evaluation": {"benchmark": False, "games": section.check_games, "every_games": 0},
         "checkpoint": {"keep_last": 2},

@@ -26,6 +26,7 @@ def _positive(section: str, name: str, value: float, allow_zero: bool = False) -
         raise ValueError(f"[{section}] {name} = {value!r}: must be {'>= 0' if allow_zero else '> 0'}")
 
 
+SIBLING_TEMPERATURE = 0.02  # the softmax move-choice term's equity scale: about a close pair of plays' gap
 SEED_LIMIT = 1 << 63  # torch generators take 64-bit seeds; a run adds small offsets to its seed
 
 
@@ -211,6 +212,12 @@ class SupervisedConfig:
     mean squared error of the student's equity differences within a group against the labels'. 0: none."""
     sibling_groups: int = 32
     """Groups drawn a step for the move-choice term."""
+    sibling_loss: str = "mse"
+    """The move-choice term: "mse" (``sibling_loss``: every difference within a group alike) or "softmax"
+    (``softmax_choice_loss``: the two choices as distributions at ``sibling_temperature``, the plays near the
+    teacher's best weighed most)."""
+    sibling_temperature: float = SIBLING_TEMPERATURE
+    """With ``sibling_loss = "softmax"``: the equity scale of the choice distributions."""
 
     def __post_init__(self) -> None:
         for kind in self.kinds:
@@ -225,6 +232,8 @@ class SupervisedConfig:
         _positive("supervised", "checkpoint_every_epochs", self.checkpoint_every_epochs)
         _positive("supervised", "sibling_weight", self.sibling_weight, allow_zero=True)
         _positive("supervised", "sibling_groups", self.sibling_groups)
+        _choice("supervised", "sibling_loss", self.sibling_loss, ("mse", "softmax"))
+        _positive("supervised", "sibling_temperature", self.sibling_temperature)
         if not 0.0 <= self.heldout_fraction <= 0.5:  # NaN fails both comparisons
             raise ValueError(f"[supervised] heldout_fraction = {self.heldout_fraction}: must be in [0, 0.5] "
                              "(0 holds out nothing; most positions must train)")

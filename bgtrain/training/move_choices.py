@@ -9,6 +9,10 @@ carry their group (``bgtrain.datasets.plays``), so training can also fit the dif
 - ``MoveChoiceGroups`` indexes the groups of two or more rows and draws some for a step;
 - ``sibling_loss`` is the mean squared error of the student's cubeless equities less their group's mean
   against the same for the labels (``[supervised] sibling_weight`` times it is added to a step's loss);
+- ``softmax_choice_loss``, its alternative (``[supervised] sibling_loss = "softmax"``), compares the two
+  choices a group makes, softmax distributions over its plays at a temperature: the same as the mean
+  squared error for differences small against the temperature, it leaves alone how far apart the plays
+  far below the teacher's best are, which no move choice reads, and weighs the plays near the top;
 - ``within_roll_error`` is what the student's choice in each group loses by the labels (``choice_losses``,
   a group each): the measure the term lowers, on held-out groups (``eval/within_roll_error``) and, for
   any models on any plays datasets, by ``scripts/within_roll_error.py``.
@@ -36,6 +40,30 @@ def sibling_loss(student: torch.Tensor, teacher: torch.Tensor, segment: torch.Te
     difference = student - teacher
     centred = difference - _segment_means(difference, segment, count)[segment]
     return (centred * centred).mean()
+
+
+def _segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor, count: int) -> torch.Tensor:
+    """log softmax of ``logits`` within each segment (the segment's largest subtracted first)."""
+    largest = torch.full((count,), float("-inf"), dtype=logits.dtype, device=logits.device)
+    largest = largest.scatter_reduce(0, segment, logits.detach(), "amax")
+    shifted = logits - largest[segment]
+    sums = torch.zeros(count, dtype=logits.dtype, device=logits.device).index_add_(0, segment, shifted.exp())
+    return shifted - sums.log()[segment]
+
+
+def softmax_choice_loss(student: torch.Tensor, teacher: torch.Tensor, segment: torch.Tensor, count: int,
+                        temperature: float) -> torch.Tensor:
+    """2 temperature^2 times the mean over groups of KL(teacher's choice || student's), each a softmax of
+    -equity / temperature over the group's rows (the mover's best play is the lowest equity). Zero when the
+    student is the teacher plus any constant a group; for differences small against the temperature it is
+    about ``sibling_loss`` (the KL is then half the choice distribution's variance of the logits' difference),
+    so one weight serves both; where the teacher's best stands far above a play, that play's error counts
+    only as far as it brings the play near the student's top."""
+    teacher_log = _segment_log_softmax(-teacher / temperature, segment, count)
+    student_log = _segment_log_softmax(-student / temperature, segment, count)
+    terms = teacher_log.exp() * (teacher_log - student_log)
+    divergence = torch.zeros(count, dtype=terms.dtype, device=terms.device).index_add_(0, segment, terms)
+    return 2 * temperature * temperature * divergence.mean()
 
 
 def choice_losses(student: torch.Tensor, teacher: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:

@@ -45,7 +45,12 @@ from bgtrain.model.checkpoint import (
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.training.config import Config, to_toml_text
-from bgtrain.training.move_choices import MoveChoiceGroups, sibling_loss, within_roll_error
+from bgtrain.training.move_choices import (
+    MoveChoiceGroups,
+    sibling_loss,
+    softmax_choice_loss,
+    within_roll_error,
+)
 from bgtrain.training.run_directory import RunDirectory, code_version, load_resume_checkpoint
 from bgtrain.training.schedule import loss_function, supervised_learning_rate
 from bgtrain.training.stop_signals import StopSignals, resume_hint
@@ -203,14 +208,18 @@ def end_epoch(state: SupervisedState, config: Config, rules, directory: RunDirec
 
 def move_choice_loss(network: ValueNetwork, siblings: MoveChoiceGroups, encoded: torch.Tensor,
                      teacher_equity: torch.Tensor, config: Config, step: int, rules) -> torch.Tensor:
-    """``sibling_loss`` on ``sibling_groups`` groups drawn for ``step``: the draw is a function of the
-    run's seed and the step alone, so a run resumed inside an epoch draws the same groups."""
+    """The move-choice term (``sibling_loss`` or ``softmax_choice_loss``) on ``sibling_groups`` groups drawn
+    for ``step``: the draw is a function of the run's seed and the step alone, so a run resumed inside an
+    epoch draws the same groups."""
+    supervised = config.supervised
     generator = torch.Generator().manual_seed((config.run.seed * 1_000_003 + step + 3) % (1 << 63))
-    rows, segment = siblings.draw(config.supervised.sibling_groups, generator)
+    rows, segment = siblings.draw(supervised.sibling_groups, generator)
     rows = rows.to(encoded.device)
     student = cubeless_equity(network.forward_encoded(encoded.index_select(0, rows)), rules)
-    return sibling_loss(student, teacher_equity.index_select(0, rows), segment.to(encoded.device),
-                        config.supervised.sibling_groups)
+    teacher, segment = teacher_equity.index_select(0, rows), segment.to(encoded.device)
+    if supervised.sibling_loss == "softmax":
+        return softmax_choice_loss(student, teacher, segment, supervised.sibling_groups, supervised.sibling_temperature)
+    return sibling_loss(student, teacher, segment, supervised.sibling_groups)
 
 
 def train_supervised(config: Config, directory: RunDirectory, resume: str | Path | None = None,
