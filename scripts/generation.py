@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
-from bgtrain.generation.config import load_plan
+from bgtrain.generation.reading import load_plan
 from bgtrain.generation.runner import run_generation
 from bgtrain.generation.stages import RunOptions, StageFailed
 

@@ -16,7 +16,7 @@ import torch
 from bgtrain.cli import main as bgtrain_main
 from bgtrain.datasets import load_datasets
 from bgtrain.directory_lock import directory_lock
-from bgtrain.generation.config import load_plan, plan_from_dict
+from bgtrain.generation.reading import load_plan, plan_from_dict
 from bgtrain.generation.runner import run_generation as run_plan
 from bgtrain.generation.runner import stage_names
 from bgtrain.generation.stages import Context, RunOptions, StageFailed, plan_stages

@@ -13,7 +13,7 @@ from bgtrain.cli import main
 from bgtrain.datasets import read_manifest
 from bgtrain.datasets.labellers import GnubgLabeller, labeller_from_description, labeller_from_spec
 from bgtrain.datasets.shards import read_shard
-from bgtrain.generation.config import plan_from_dict
+from bgtrain.generation.reading import plan_from_dict
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.values.evaluator import Evaluator
 from engine.random_play import sample_positions

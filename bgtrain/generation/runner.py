@@ -21,8 +21,9 @@ from pathlib import Path
 
 from bgtrain.directory_lock import directory_lock
 from bgtrain.files import atomic_write
-from bgtrain.generation.config import GenerationConfig, plan_from_dict
+from bgtrain.generation.config import GenerationConfig
 from bgtrain.generation.lineage import write_lineage
+from bgtrain.generation.reading import plan_from_dict
 from bgtrain.generation.stages import Context, Launcher, RunOptions, Stage, model_path, plan_stages
 from bgtrain.generation.state import GenerationState, output_sha256
 
