@@ -339,6 +339,21 @@ def test_the_softmax_move_choice_term_reaches_the_training_and_plans_without_it_
         plan_from_dict(data)
 
 
+def test_the_draw_by_position_reaches_the_training_and_plans_without_it_keep_their_digest(tmp_path):
+    data = tiny_data(tmp_path)
+    plain = plan_from_dict(data)
+    assert "heldout_by" not in plain.to_dict()["phases"]["contact"][0]
+    assert plain.phase_training("contact", 0).supervised.heldout_by == "row"
+    data["phases"]["contact"]["heldout_by"] = "position"
+    plan = plan_from_dict(data)
+    assert plan.phase_training("contact", 0).supervised.heldout_by == "position"
+    assert plan.phase_training("race", 0).supervised.heldout_by == "row"
+    assert plan.digest != plain.digest
+    data["phases"]["contact"]["heldout_by"] = "group"
+    with pytest.raises(ValueError, match="heldout_by = 'group': must be one of 'row', 'position'"):
+        plan_from_dict(data)
+
+
 def test_a_phase_kept_from_a_checkpoint_keeps_its_pruning_network(tmp_path):
     data = tiny_data(tmp_path)
     digest = plan_from_dict(data).digest

@@ -17,13 +17,13 @@ from bgtrain.datasets.relabel import relabel_dataset
 from bgtrain.model.loading import load_model
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.training.config import load_config
+from bgtrain.training.heldout import split_dataset
 from bgtrain.training.move_choices import (
     MoveChoiceGroups,
     sibling_loss,
     softmax_choice_loss,
     within_roll_error,
 )
-from bgtrain.training.supervised import split_dataset
 
 
 @pytest.fixture(autouse=True)

@@ -48,6 +48,7 @@ from bgtrain.distributed.version import code_version
 from bgtrain.model.checkpoint import save_checkpoint
 from bgtrain.model.network import ValueNetwork
 from bgtrain.training.config import Config, config_from_dict, config_to_dict
+from bgtrain.training.heldout import split_dataset
 from bgtrain.training.run_directory import RunDirectory
 from bgtrain.training.schedule import loss_function, supervised_learning_rate
 from bgtrain.training.stop_signals import StopSignals, resume_hint
@@ -55,7 +56,6 @@ from bgtrain.training.supervised import (
     encode_all,
     end_epoch,
     open_writer,
-    split_dataset,
     start_state,
 )
 from engine.variants import get_rules

@@ -221,6 +221,8 @@ class PhaseSection:
     lr_final_fraction: float = 0.02
     loss: str = "bce"
     heldout_fraction: float = 0.05
+    heldout_by: str = "row"
+    """``[supervised] heldout_by``: "row" or "position" (no held-out position trains through another row)."""
     sibling_weight: float = 0.0
     """The move-choice term's weight (``[supervised] sibling_weight``): the plays datasets' groups."""
     sibling_groups: int = 32
@@ -427,6 +429,8 @@ class GenerationConfig:
             for entry in members:
                 if entry["sibling_loss"] == "mse" and entry["sibling_temperature"] == SIBLING_TEMPERATURE:
                     del entry["sibling_loss"], entry["sibling_temperature"]  # and trainings before the softmax term
+                if entry["heldout_by"] == "row":
+                    del entry["heldout_by"]  # and before the draw by position
         for entry in data["plays"]:
             if not entry["rival"]:
                 del entry["rival"]  # and plays without a rival, before rivals existed
@@ -459,7 +463,7 @@ def phase_training_config(plan: GenerationConfig, phase: str, member: int = 0) -
             "kinds": list(section.kinds or (phase,)), "init_from": init, "epochs": section.epochs, "batch_size": section.batch_size,
             "learning_rate": section.learning_rate, "weight_decay": section.weight_decay,
             "lr_schedule": section.lr_schedule, "lr_final_fraction": section.lr_final_fraction,
-            "loss": section.loss, "heldout_fraction": section.heldout_fraction,
+            "loss": section.loss, "heldout_fraction": section.heldout_fraction, "heldout_by": section.heldout_by,
             "sibling_weight": section.sibling_weight, "sibling_groups": section.sibling_groups,
             "sibling_loss": section.sibling_loss, "sibling_temperature": section.sibling_temperature,
         },

@@ -202,6 +202,10 @@ class SupervisedConfig:
     heldout_fraction: float = 0.05
     """Fraction of the positions held out (a fixed draw under run.seed) for the held-out loss, at most 0.5
     (most positions train); 0 holds none out and records no held-out loss."""
+    heldout_by: str = "row"
+    """How the held-out draw goes (``bgtrain.training.heldout``): "row" (each row, or a plays dataset's move
+    choice, on its own) or "position" (keyed by the position, so none that trains in one row is held out in
+    another: for datasets listed twice, or beside their relabelling)."""
     init_from: str = ""
     """A checkpoint whose network starts the training (a TD-trained model, say); "" starts from scratch."""
     checkpoint_every_epochs: int = 1
@@ -229,6 +233,7 @@ class SupervisedConfig:
         _choice("supervised", "lr_schedule", self.lr_schedule, ("cosine", "step", "constant"))
         _positive("supervised", "lr_step_epochs", self.lr_step_epochs)
         _choice("supervised", "loss", self.loss, ("bce", "mse"))
+        _choice("supervised", "heldout_by", self.heldout_by, ("row", "position"))
         _positive("supervised", "checkpoint_every_epochs", self.checkpoint_every_epochs)
         _positive("supervised", "sibling_weight", self.sibling_weight, allow_zero=True)
         _positive("supervised", "sibling_groups", self.sibling_groups)

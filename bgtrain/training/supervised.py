@@ -2,7 +2,7 @@
 
 The data: every complete shard of the ``[supervised] datasets`` (``bgtrain.datasets``), restricted to
 the position kinds of ``[supervised] kinds``; a fixed fraction (``heldout_fraction``, drawn under
-``run.seed``) is held out. The encoder's units of every training position are computed once.
+``run.seed`` by row or by position, ``heldout_by``: ``bgtrain.training.heldout``) is held out. The encoder's units of every training position are computed once.
 
 The loop: ``epochs`` passes, each over a fresh permutation of the training split drawn from the run's
 generator, in minibatches of ``batch_size``; AdamW (``learning_rate``, ``weight_decay``) with the
@@ -45,6 +45,7 @@ from bgtrain.model.checkpoint import (
 from bgtrain.model.network import ValueNetwork
 from bgtrain.outcomes import cubeless_equity
 from bgtrain.training.config import Config, to_toml_text
+from bgtrain.training.heldout import split_dataset
 from bgtrain.training.move_choices import (
     MoveChoiceGroups,
     sibling_loss,
@@ -55,33 +56,9 @@ from bgtrain.training.run_directory import RunDirectory, code_version, load_resu
 from bgtrain.training.schedule import loss_function, supervised_learning_rate
 from bgtrain.training.stop_signals import StopSignals, resume_hint
 from bgtrain.training.strength import evaluate_strength, log_strength
-from engine.position_kinds import PositionKind
 from engine.variants import get_rules
 
 ENCODE_CHUNK = 8192
-
-
-def split_dataset(dataset: Dataset, config: Config) -> tuple[Dataset, Dataset]:
-    """(training, held-out) rows of the kinds asked for; the held-out draw depends on run.seed alone. Rows
-    of a move choice's group go together (a draw for each group), so held-out groups are whole."""
-    wanted = torch.tensor([int(PositionKind[kind.upper()]) for kind in config.supervised.kinds])
-    dataset = dataset.where(torch.isin(dataset.kinds.long(), wanted))
-    if not len(dataset):
-        raise ValueError(f"the datasets hold no position of the kinds {list(config.supervised.kinds)}")
-    order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(config.run.seed))
-    heldout = round(len(dataset) * config.supervised.heldout_fraction)
-    is_heldout = torch.zeros(len(dataset), dtype=torch.bool)
-    is_heldout[order[:heldout]] = True
-    grouped = dataset.groups >= 0
-    if grouped.any():
-        groups, group_of_row = torch.unique(dataset.groups[grouped], return_inverse=True)
-        draw = torch.rand(groups.shape[0], generator=torch.Generator().manual_seed(config.run.seed + 2))
-        is_heldout[grouped] = (draw < config.supervised.heldout_fraction)[group_of_row]
-        heldout = int(is_heldout.sum())
-    if heldout == len(dataset):
-        raise ValueError(f"[supervised] heldout_fraction = {config.supervised.heldout_fraction} holds out all "
-                         f"{len(dataset):,} positions of the kinds {list(config.supervised.kinds)}: none is left to train on")
-    return dataset.where(~is_heldout), dataset.where(is_heldout)
 
 
 def initial_network(config: Config) -> ValueNetwork:
