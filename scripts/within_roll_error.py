@@ -2,6 +2,7 @@
 
     python scripts/within_roll_error.py MODEL [MODEL ...] --datasets DIR [DIR ...] [--kinds contact]
                                         [--threads 1] [--json FILE]
+    python scripts/within_roll_error.py MODEL [MODEL ...] --heldout CONFIG [--kinds contact] ...
 
 The datasets are plays datasets (``bgtrain dataset plays``; their rows carry the position and roll they
 are plays of, ``bgtrain.datasets.plays``). Datasets that hold the same positions row for row (a plays
@@ -9,6 +10,12 @@ dataset and its relabellings by other teachers, ``bgtrain dataset relabel``) are
 teacher is the mean of their labels. In every group of rows of ``--kinds`` (the plays of one roll) each
 model chooses the play of its lowest equity for the side then on roll, and the teacher's equity of that
 play less the teacher's best is what the choice loses (``bgtrain.training.move_choices``).
+
+``--heldout CONFIG`` scores the held-out groups of a supervised training instead (its config, a TOML file
+such as a run directory's ``config.toml``: its datasets, ``run.seed`` and ``heldout_by`` give the split,
+``bgtrain.training.heldout``), each group's own labels the teacher: students of one config compared on the
+move choices none of them trained on. Only a config with ``heldout_by = "position"`` promises that when its
+datasets hold a position twice (a dataset listed twice, or beside its relabelling); a warning says so.
 
 A MODEL is a checkpoint (``PATH``, at 0-ply; ``PATH:1ply`` searches), or ``gnubg:0ply`` / ``gnubg:1ply``
 (GNU Backgammon's net through ``gnubg-nn``). Printed for each model: the loss a decision x 1000 with its
@@ -55,6 +62,26 @@ def reference(directories: list[str], kinds: list[str]) -> tuple[torch.Tensor, t
     return first.positions[rows], teacher, first.groups[rows]
 
 
+def heldout_reference(config_path: str, kinds: list[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The positions, labels' cubeless equity and groups of the held-out rows of ``kinds`` of the training
+    ``config_path`` configures, and at least one group."""
+    from bgtrain.training.config import load_config
+    from bgtrain.training.heldout import split_dataset
+
+    config = load_config(config_path)
+    if config.supervised.heldout_by == "row":
+        print(f"within_roll_error: warning: {config_path} draws its held-out rows by row; a position its datasets "
+              "hold twice may have trained through its other row (heldout_by = \"position\" rules that out)",
+              file=sys.stderr)
+    _, held = split_dataset(load_datasets(list(config.supervised.datasets)), config)
+    wanted = torch.tensor([int(PositionKind[kind.upper()]) for kind in kinds])
+    held = held.where(torch.isin(held.kinds.long(), wanted) & (held.groups >= 0))
+    if not len(held):
+        raise ValueError(f"{config_path}: no held-out move choice of the kinds {kinds} (a plays dataset, "
+                         "[supervised] heldout_fraction above 0)")
+    return held.positions, cubeless_equity(held.targets.double()), held.groups
+
+
 def model_equities(spec: str, positions: torch.Tensor) -> torch.Tensor:
     """``spec``'s cubeless equities of ``positions`` for the side on roll."""
     name, _, suffix = spec.rpartition(":")
@@ -78,8 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="+", help="checkpoints (PATH, PATH:1ply) or gnubg:0ply, gnubg:1ply")
-    parser.add_argument("--datasets", nargs="+", required=True,
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--datasets", nargs="+",
                         help="a plays dataset and its relabellings (the same positions, row for row)")
+    source.add_argument("--heldout", metavar="CONFIG",
+                        help="a supervised training's config: score its held-out move choices")
     parser.add_argument("--kinds", default="contact", help="position kinds scored (contact, crashed, race)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--json", default=None, help="also write the results here")
@@ -91,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         for kind in kinds:
             if kind.upper() not in PositionKind.__members__:
                 raise ValueError(f"--kinds: {kind!r} is not a kind of position (contact, crashed, race)")
-        positions, teacher, groups = reference(args.datasets, kinds)
+        positions, teacher, groups = (heldout_reference(args.heldout, kinds) if args.heldout
+                                      else reference(args.datasets, kinds))
         results, first_losses = [], None
         for spec in args.models:
             started = time.perf_counter()
@@ -111,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"within_roll_error: {error}", file=sys.stderr)
         return 2
     if args.json:
-        atomic_write(Path(args.json), json.dumps({"datasets": args.datasets, "kinds": kinds, "results": results},
-                                                 indent=1) + "\n")
+        source = {"heldout": args.heldout} if args.heldout else {"datasets": args.datasets}
+        atomic_write(Path(args.json), json.dumps({**source, "kinds": kinds, "results": results}, indent=1) + "\n")
     return 0
 
 

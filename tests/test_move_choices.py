@@ -163,18 +163,23 @@ def test_the_term_needs_groups(tmp_path):
         config_for(directory, tmp_path / "run", "supervised.sibling_temperature=0.0")
 
 
-def test_the_script_scores_models_against_the_mean_of_a_references_teachers(tmp_path, plays, capsys):
+def within_roll_error_script():
     import importlib.util
-    import json
     from pathlib import Path
-
-    from helpers import tiny_checkpoint
 
     spec = importlib.util.spec_from_file_location(
         "within_roll_error", Path(__file__).resolve().parents[1] / "scripts" / "within_roll_error.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    main = script.main
+    return script.main
+
+
+def test_the_script_scores_models_against_the_mean_of_a_references_teachers(tmp_path, plays, capsys):
+    import json
+
+    from helpers import tiny_checkpoint
+
+    main = within_roll_error_script()
     teacher, other = tiny_checkpoint(tmp_path / "teacher.pt", seed=1), tiny_checkpoint(tmp_path / "other.pt", seed=9)
     out = tmp_path / "scores.json"
     assert main([str(teacher), str(other), "--datasets", str(plays), "--kinds", "contact", "--json", str(out)]) == 0
@@ -189,3 +194,32 @@ def test_the_script_scores_models_against_the_mean_of_a_references_teachers(tmp_
     capsys.readouterr()
     assert main([str(teacher), "--datasets", str(plays), str(tmp_path / "again"), "--kinds", "nowhere"]) == 2
     assert "--kinds: 'nowhere' is not a kind of position" in capsys.readouterr().err
+
+
+def test_the_script_scores_a_trainings_held_out_choices(tmp_path, plays, capsys):
+    import json
+
+    from helpers import tiny_checkpoint
+
+    from bgtrain.training.config import to_toml_text
+
+    main = within_roll_error_script()
+    teacher, other = tiny_checkpoint(tmp_path / "teacher.pt", seed=1), tiny_checkpoint(tmp_path / "other.pt", seed=9)
+    config = config_for(plays, tmp_path / "run", "supervised.heldout_fraction=0.3", "supervised.heldout_by='position'",
+                        f"supervised.datasets=['{plays}', '{plays}']")
+    path = tmp_path / "config.toml"
+    path.write_text(to_toml_text(config))
+    out = tmp_path / "scores.json"
+    assert main([str(teacher), str(other), "--heldout", str(path), "--kinds", "contact", "--json", str(out)]) == 0
+    written = json.loads(out.read_text())
+    first, second = written["results"]
+    held = split_dataset(load_datasets([plays, plays]), config)[1]
+    assert written["heldout"] == str(path) and first["decisions"] == int(torch.unique(held.groups).numel())
+    assert first["error"] == 0.0 and second["error"] > 0.0  # the labels' teacher loses nothing on them
+    assert "warning" not in capsys.readouterr().err
+    path.write_text(to_toml_text(config_for(plays, tmp_path / "run", "supervised.heldout_fraction=0.3")))
+    assert main([str(teacher), "--heldout", str(path), "--kinds", "contact"]) == 0
+    assert "draws its held-out rows by row" in capsys.readouterr().err
+    path.write_text(to_toml_text(config_for(plays, tmp_path / "run")))  # heldout_fraction 0: nothing held out
+    assert main([str(teacher), "--heldout", str(path)]) == 2
+    assert "no held-out move choice of the kinds ['contact']" in capsys.readouterr().err
