@@ -5,7 +5,7 @@ Two draws, both fixed by ``run.seed`` alone, so a resumed or repeated run holds 
 - ``heldout_by = "row"`` (the default, the split every training before ``heldout_by`` used): each row, or each
   move choice's group of a plays dataset (whole groups), is drawn on its own. A position that two rows hold
   (a dataset listed twice, or beside its relabelling) may be drawn out in one and train in the other, so the
-  held-out figures then measure positions the network trained on.
+  held-out figures then measure positions the network trained on, and a warning on standard error counts them.
 - ``heldout_by = "position"``: the draw is keyed by the position itself. Equal positions share one draw
   (a group is keyed by its positions together, so two copies of a move choice share one), and a row trains
   only if its position is held out nowhere: a row whose position some held-out row holds is dropped from
@@ -18,6 +18,8 @@ position in training.
 """
 
 from __future__ import annotations
+
+import sys
 
 import torch
 
@@ -40,6 +42,13 @@ def split_dataset(dataset: Dataset, config: Config) -> tuple[Dataset, Dataset]:
     else:
         is_heldout = row_draw(dataset, supervised.heldout_fraction, config.run.seed)
         trains = ~is_heldout
+        keys = position_keys(dataset.positions, torch.Generator().manual_seed(config.run.seed))
+        shared = int(torch.isin(keys[is_heldout], keys[trains]).sum())
+        if shared:
+            print(f"warning: {shared:,} of the {int(is_heldout.sum()):,} held-out rows hold a position that also "
+                  "trains (a dataset listed twice, or beside its relabelling): the held-out figures grade positions "
+                  "the network learns; [supervised] heldout_by = \"position\" holds out none that trains",
+                  file=sys.stderr)
     if not trains.any():
         raise ValueError(f"[supervised] heldout_fraction = {supervised.heldout_fraction} holds out all "
                          f"{len(dataset):,} positions of the kinds {list(supervised.kinds)}: none is left to train on")
