@@ -65,8 +65,8 @@ def _bench(arguments: list[str], directory: Path, json_path: Path, extra: list[s
 def test_an_onnx_agent_plays_on_nodes_that_cannot_see_the_drivers_files(two_nodes, tmp_path):
     pytest.importorskip("onnx")
     pytest.importorskip("onnxruntime")
-    from bgtrain import bearoff, bearoff_two_sided
     from bgtrain.export.writer import export_checkpoint
+    from bgtrain.values import bearoff, bearoff_two_sided
 
     cluster, root = two_nodes
     driver = tmp_path / "driver"
