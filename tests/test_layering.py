@@ -1,10 +1,13 @@
 """The layout holds: every room of ``bgtrain`` and ``engine`` stands on a floor, and imports (at the top of a
 module or inside a function alike) only go down to lower floors, so there is no import circle between
-rooms. The floors are the map of ``docs/architecture.md``; a new room must be placed here."""
+rooms. The floors are the map of ``docs/architecture.md``; a new room must be placed here. And every import
+of the project's own names, in the package, its scripts and its tests (slow ones and those inside functions
+too), finds what it names: a move leaves no stale path for a run that is not the default one to find."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -97,6 +100,48 @@ def test_the_hall_stays_small_and_modules_short():
     long = [f"{path.relative_to(ROOT)} ({lines} lines)" for _, path in modules()
             if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES]
     assert not long, "modules over 600 lines: " + ", ".join(long)
+
+
+def project_names(path: Path) -> list[tuple[int, str, str | None]]:
+    """(line, module, name or None) of every absolute import of ``bgtrain`` or ``engine`` in the file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found += [(node.lineno, node.module, alias.name) for alias in node.names]
+    return [entry for entry in found if entry[1].split(".")[0] in ("bgtrain", "engine")]
+
+
+def unresolved(module: str, name: str | None) -> str | None:
+    """Why ``from module import name`` (``import module`` for None) fails, or None when it resolves. A
+    third-party package missing here (an optional extra) is not the import's fault."""
+    try:
+        imported = importlib.import_module(module)
+        if name is None or name == "*" or hasattr(imported, name):
+            return None
+        importlib.import_module(f"{module}.{name}")  # a submodule not yet imported
+        return None
+    except ModuleNotFoundError as error:
+        if error.name and error.name.split(".")[0] not in ("bgtrain", "engine"):
+            return None
+        return f"no module {error.name}" if name is None or error.name != f"{module}.{name}" else f"no {name} in {module}"
+
+
+def test_every_import_of_the_project_finds_what_it_names():
+    files = [path for _, path in modules()] + sorted((ROOT / "scripts").glob("*.py")) + sorted((ROOT / "tests").glob("*.py"))
+    wrong = [f"{path.relative_to(ROOT)}:{line}: {module}{f' import {name}' if name else ''}: {reason}"
+             for path in files for line, module, name in project_names(path)
+             if (reason := unresolved(module, name)) is not None]
+    assert not wrong, "imports that name nothing:\n" + "\n".join(wrong)
+
+
+def test_a_stale_import_is_found():
+    assert unresolved("bgtrain", "bearoff") == "no bearoff in bgtrain"  # moved to bgtrain.values
+    assert unresolved("bgtrain.values", "bearoff") is None
+    assert unresolved("bgtrain.training.heldout", "split_dataset") is None
+    assert unresolved("bgtrain.training.supervised", "nothing") == "no nothing in bgtrain.training.supervised"
+    assert unresolved("bgtrain.nowhere", None) == "no module bgtrain.nowhere"
 
 
 @pytest.mark.parametrize("source, module, expected", [
