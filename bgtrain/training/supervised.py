@@ -2,7 +2,8 @@
 
 The data: every complete shard of the ``[supervised] datasets`` (``bgtrain.datasets``), restricted to
 the position kinds of ``[supervised] kinds``; a fixed fraction (``heldout_fraction``, drawn under
-``run.seed`` by row or by position, ``heldout_by``: ``bgtrain.training.heldout``) is held out. The encoder's units of every training position are computed once.
+``run.seed`` by row or by position, ``heldout_by``: ``bgtrain.training.heldout``) is held out. The
+encoder's units of every training position are computed once.
 
 The loop: ``epochs`` passes, each over a fresh permutation of the training split drawn from the run's
 generator, in minibatches of ``batch_size``; AdamW (``learning_rate``, ``weight_decay``) with the
