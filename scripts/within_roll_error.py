@@ -15,7 +15,8 @@ play less the teacher's best is what the choice loses (``bgtrain.training.move_c
 such as a run directory's ``config.toml``: its datasets, ``run.seed`` and ``heldout_by`` give the split,
 ``bgtrain.training.heldout``), each group's own labels the teacher: students of one config compared on the
 move choices none of them trained on. Only a config with ``heldout_by = "position"`` promises that when its
-datasets hold a position twice (a dataset listed twice, or beside its relabelling); a warning says so.
+datasets hold a position twice (a dataset listed twice, or beside its relabelling); drawn by row, the split
+warns where many of its held-out positions train.
 
 A MODEL is a checkpoint (``PATH``, at 0-ply; ``PATH:1ply`` searches), or ``gnubg:0ply`` / ``gnubg:1ply``
 (GNU Backgammon's net through ``gnubg-nn``). Printed for each model: the loss a decision x 1000 with its
@@ -69,10 +70,6 @@ def heldout_reference(config_path: str, kinds: list[str]) -> tuple[torch.Tensor,
     from bgtrain.training.heldout import split_dataset
 
     config = load_config(config_path)
-    if config.supervised.heldout_by == "row":
-        print(f"within_roll_error: warning: {config_path} draws its held-out rows by row; a position its datasets "
-              "hold twice may have trained through its other row (heldout_by = \"position\" rules that out)",
-              file=sys.stderr)
     _, held = split_dataset(load_datasets(list(config.supervised.datasets)), config)
     wanted = torch.tensor([int(PositionKind[kind.upper()]) for kind in kinds])
     held = held.where(torch.isin(held.kinds.long(), wanted) & (held.groups >= 0))
