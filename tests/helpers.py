@@ -191,6 +191,23 @@ def tiny_dataset(directory: Path, evaluator, settings, ply: int = 0, **options) 
                             progress=False, **options)
 
 
+def tiny_plays(directory: Path) -> tuple[Path, Path]:
+    """(source, plays): 40 self-play positions of ``tiny_evaluator(1)`` in ``directory/source``, and every play of
+    their rolls labelled by its 0-ply in ``directory/plays`` (a plays dataset: its rows keep their groups)."""
+    from bgtrain.datasets import PlyLabeller
+    from bgtrain.datasets.generate import GenerationSettings
+    from bgtrain.datasets.plays import PlaySelection
+    from bgtrain.datasets.relabel import relabel_dataset
+
+    teacher = tiny_evaluator(1)
+    source, plays = directory / "source", directory / "plays"
+    tiny_dataset(source, teacher, GenerationSettings(positions=40, shard_size=20, seed=5, games_in_parallel=24,
+                                                     burn_in_turns=10, sample_rate=0.5, select_ply=0))
+    relabel_dataset(plays, source, PlyLabeller(teacher, 0, "teacher"), plays=PlaySelection(top=1000, others=0, seed=3),
+                    progress=False)
+    return source, plays
+
+
 def has_gnubg() -> bool:
     """Whether GNU Backgammon's neural-net bindings (``pip install gnubg-nn``) can be imported."""
     try:

@@ -8,12 +8,9 @@ import dataclasses
 
 import pytest
 import torch
-from helpers import compile_mode, tiny_dataset, tiny_evaluator
+from helpers import compile_mode, tiny_plays
 
-from bgtrain.datasets import PlyLabeller, load_datasets
-from bgtrain.datasets.generate import GenerationSettings
-from bgtrain.datasets.plays import PlaySelection
-from bgtrain.datasets.relabel import relabel_dataset
+from bgtrain.datasets import load_datasets
 from bgtrain.datasets.shards import Dataset
 from bgtrain.training.config import load_config
 from bgtrain.training.heldout import position_keys, split_dataset
@@ -27,15 +24,7 @@ def op_by_op():
 
 @pytest.fixture(scope="module")
 def source_and_plays(tmp_path_factory):
-    """40 self-play positions and every play of their rolls, labelled by a tiny teacher's 0-ply."""
-    teacher = tiny_evaluator(1)
-    source = tmp_path_factory.mktemp("source")
-    tiny_dataset(source, teacher, GenerationSettings(positions=40, shard_size=20, seed=5, games_in_parallel=24,
-                                                     burn_in_turns=10, sample_rate=0.5, select_ply=0))
-    plays = tmp_path_factory.mktemp("plays") / "plays"
-    relabel_dataset(plays, source, PlyLabeller(teacher, 0, "teacher"), plays=PlaySelection(top=1000, others=0, seed=3),
-                    progress=False)
-    return source, plays
+    return tiny_plays(tmp_path_factory.mktemp("tiny"))
 
 
 def config(*overrides):

@@ -7,12 +7,11 @@ import math
 
 import pytest
 import torch
-from helpers import compile_mode, tiny_dataset, tiny_evaluator
+from helpers import compile_mode, tiny_dataset, tiny_evaluator, tiny_plays
 
 from bgtrain.commands.train import train
 from bgtrain.datasets import PlyLabeller, load_datasets
 from bgtrain.datasets.generate import GenerationSettings
-from bgtrain.datasets.plays import PlaySelection
 from bgtrain.datasets.relabel import relabel_dataset
 from bgtrain.model.loading import load_model
 from bgtrain.outcomes import cubeless_equity
@@ -35,14 +34,7 @@ def op_by_op():
 @pytest.fixture(scope="module")
 def plays(tmp_path_factory):
     """Every play of a roll of 40 self-play positions, labelled by a tiny teacher's 0-ply."""
-    teacher = tiny_evaluator(1)
-    source = tmp_path_factory.mktemp("source")
-    tiny_dataset(source, teacher, GenerationSettings(positions=40, shard_size=20, seed=5, games_in_parallel=24,
-                                                     burn_in_turns=10, sample_rate=0.5, select_ply=0))
-    out = tmp_path_factory.mktemp("plays") / "plays"
-    relabel_dataset(out, source, PlyLabeller(teacher, 0, "teacher"), plays=PlaySelection(top=1000, others=0, seed=3),
-                    progress=False)
-    return out
+    return tiny_plays(tmp_path_factory.mktemp("tiny"))[1]
 
 
 def config_for(dataset, out, *overrides):
