@@ -84,6 +84,15 @@ def test_the_first_shards_of_a_dataset(tmp_path, evaluator):
         load_datasets([f"{tmp_path / 'data'}@4"])
     assert dataset_spec("runs/a@b/data") == (Path("runs/a@b/data"), None)
     assert dataset_spec("runs/data@0") == (Path("runs/data@0"), None)
+    # DIR@A:B: shards A to B - 1, the next part of a dataset.
+    assert dataset_spec("runs/data@2") == (Path("runs/data"), range(2))
+    assert dataset_spec("runs/data@1:3") == (Path("runs/data"), range(1, 3))
+    assert dataset_spec("runs/data@3:3") == (Path("runs/data@3:3"), None)
+    last_two = load_datasets([f"{tmp_path / 'data'}@1:3"])
+    assert [shard["index"] for shard in last_two.sources[0]["shards"]] == [1, 2]
+    assert len(last_two) == 30 and torch.equal(last_two.positions, whole.positions[20:])
+    with pytest.raises(ValueError, match="has only 2 of its 1 to 3 shards complete"):
+        load_datasets([f"{tmp_path / 'data'}@1:4"])
 
 
 def test_a_dataset_with_other_settings_is_refused(tmp_path, evaluator):
@@ -245,6 +254,13 @@ def test_relabel_of_the_first_shards_labels_those_alone_and_is_its_own_dataset(t
         relabel_dataset(tmp_path / "part", f"{tmp_path / 'source'}@3", labeller, progress=False)
     with pytest.raises(ValueError, match="has only 3 of its first 4 shards"):
         relabel_dataset(tmp_path / "more", f"{tmp_path / 'source'}@4", labeller, progress=False)
+    # SOURCE@A:B: shards A to B - 1, the same shard numbers as the source's.
+    rest = relabel_dataset(tmp_path / "rest", f"{tmp_path / 'source'}@2:3", labeller, progress=False)
+    assert [shard["index"] for shard in rest["shards"]] == [2] and rest["shards_planned"] == 1
+    assert rest["relabelled"]["shard_range"] == [2, 3] and "first_shards" not in rest["relabelled"]
+    both = load_datasets([tmp_path / "part", tmp_path / "rest"])
+    assert torch.equal(both.positions, source.positions)
+    torch.testing.assert_close(both.targets, labeller.evaluator.probabilities(source.positions, 0).clamp(0, 1))
     # The whole source, written as before: no first_shards in its manifest.
     assert "first_shards" not in relabel_dataset(tmp_path / "all", tmp_path / "source", labeller,
                                                  progress=False)["relabelled"]

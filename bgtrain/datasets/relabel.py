@@ -11,7 +11,8 @@ The new manifest (``bgtrain.datasets.shards``, the same format) names the new la
 source's ``source_model``, ``rules`` and ``settings`` (how the positions were found), and adds
 ``relabelled``: the source directory, its labeller, the kinds kept. A source ``DIR@N`` relabels its first N
 shards only (``bgtrain.datasets.shards.dataset_spec``; the manifest's ``relabelled`` then says
-``first_shards``): deep labels paid for part of a dataset. Each shard's entry records the
+``first_shards``), ``DIR@A:B`` its shards A to B - 1 (``shard_range``): deep labels paid for part of a
+dataset, a part at a time. Each shard's entry records the
 sha256 of the source shard it came from (``source_sha256``); a resumed run relabels again a shard whose
 source shard has changed since. With ``plays`` (``bgtrain.datasets.plays``), shard k holds instead the
 positions after the selected plays of source shard k's positions, and the manifest says how they were chosen. The shards' ``zero_ply`` are the new
@@ -54,6 +55,7 @@ from bgtrain.datasets.shards import (
     dataset_spec,
     read_manifest,
     read_shard,
+    shards_in,
     write_shard,
 )
 from engine.position_kinds import position_kinds
@@ -97,16 +99,14 @@ def relabel_job(directory: str | Path, source: str | Path, labeller: dict[str, A
     (a ``describe()``) describes, holding the directory's lock: a shard made from another version of
     its source shard is stale and labelled again."""
     spec = source
-    directory, (source, first) = Path(directory), dataset_spec(source)
+    directory, (source, wanted) = Path(directory), dataset_spec(source)
     if directory.resolve() == source.resolve():
         raise ValueError(f"relabel: the new dataset needs its own directory, not the source {source}")
     kind_codes(kinds, "relabel")  # an unknown kind: its error before anything is written
     origin = read_manifest(source)
     shards = sorted(origin["shards"], key=lambda entry: entry["index"])
-    if first is not None:
-        shards = [entry for entry in shards if entry["index"] < first]
-        if len(shards) < first:
-            raise ValueError(f"relabel: {spec}: {source} has only {len(shards)} of its first {first} shards")
+    if wanted is not None:
+        shards = shards_in(f"relabel: {spec}", shards, wanted)
     if not shards:
         raise ValueError(f"relabel: {source} has no complete shard")
     header = {
@@ -122,8 +122,11 @@ def relabel_job(directory: str | Path, source: str | Path, labeller: dict[str, A
         "relabelled": {"from": str(source), "labeller": origin["labeller"], "kinds": list(kinds),
                        "source_shards": [entry["index"] for entry in shards]},
     }
-    if first is not None:  # only then, so that a whole source's manifests stay as they were
-        header["relabelled"]["first_shards"] = first
+    # Only for a part, so that a whole source's manifests stay as they were.
+    if wanted is not None and wanted.start == 0:
+        header["relabelled"]["first_shards"] = wanted.stop
+    elif wanted is not None:
+        header["relabelled"]["shard_range"] = [wanted.start, wanted.stop]
     if plays is not None:
         header["plays"] = plays.describe()
     with dataset_lock(directory):

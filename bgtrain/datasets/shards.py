@@ -203,32 +203,44 @@ class Dataset:
         return Dataset(*(getattr(self, name)[mask] for name in (*SHARD_FIELDS, "groups")), self.sources)
 
 
-def dataset_spec(spec: str | Path) -> tuple[Path, int | None]:
-    """``"DIR"`` -> (DIR, None): every complete shard; ``"DIR@N"`` -> (DIR, N): its shards 0 to N - 1
-    only (a network trained while its dataset was still being generated, say, stays reproducible)."""
+def dataset_spec(spec: str | Path) -> tuple[Path, range | None]:
+    """``"DIR"`` -> (DIR, None): every complete shard; ``"DIR@N"`` -> (DIR, range(0, N)): its shards 0 to
+    N - 1 only (a network trained while its dataset was still being generated, say, stays reproducible);
+    ``"DIR@A:B"`` -> (DIR, range(A, B)): its shards A to B - 1 (the next part of a dataset given deep
+    labels a part at a time)."""
     text = str(spec)
-    path, at, count = text.rpartition("@")
-    if not at or not count.isdigit() or int(count) == 0:
+    path, at, wanted = text.rpartition("@")
+    start, colon, stop = wanted.partition(":")
+    if not colon:
+        start, stop = "0", wanted
+    if not at or not start.isdigit() or not stop.isdigit() or int(start) >= int(stop):
         return Path(text), None
-    return Path(path), int(count)
+    return Path(path), range(int(start), int(stop))
+
+
+def shards_in(spec: str | Path, entries: list[dict[str, Any]], wanted: range) -> list[dict[str, Any]]:
+    """The manifest entries of the shards ``wanted`` names, all of which must be complete."""
+    kept = [entry for entry in entries if entry["index"] in wanted]
+    if len(kept) < len(wanted):
+        which = f"its first {wanted.stop}" if wanted.start == 0 else f"its {wanted.start} to {wanted.stop - 1}"
+        raise ValueError(f"{spec}: has only {len(kept)} of {which} shards complete")
+    return kept
 
 
 def load_datasets(directories) -> Dataset:
     """A ``Dataset`` from the shards the manifests of ``directories`` list (one path or several; a path
-    ``DIR@N`` takes the first N shards of DIR, see ``dataset_spec``)."""
+    ``DIR@N`` takes the first N shards of DIR, ``DIR@A:B`` its shards A to B - 1, see ``dataset_spec``)."""
     if isinstance(directories, (str, Path)):
         directories = [directories]
     parts: dict[str, list[torch.Tensor]] = {name: [] for name in (*SHARD_FIELDS, "groups")}
     groups_before = 0  # a shard's groups are its own rows' numbers: made distinct across shards
     manifests = []
     for spec in directories:
-        directory, first = dataset_spec(spec)
+        directory, wanted = dataset_spec(spec)
         manifest = read_manifest(directory)
         shards = sorted(manifest["shards"], key=lambda entry: entry["index"])
-        if first is not None:
-            shards = [shard for shard in shards if shard["index"] < first]
-            if len(shards) < first:
-                raise ValueError(f"{spec}: {directory} has only {len(shards)} of its first {first} shards")
+        if wanted is not None:
+            shards = shards_in(spec, shards, wanted)
             manifest = {**manifest, "shards": shards, "positions": sum(shard["positions"] for shard in shards)}
         manifests.append(manifest)
         for shard in shards:

@@ -131,7 +131,7 @@ class RelabelSection:
     """The new dataset's name (``<directory>/datasets/<name>``)."""
     source: str = ""
     """A dataset of this plan by name, or a dataset directory (a path with '/'); ``NAME@N`` or ``DIR@N``:
-    its first N shards only (deep labels paid for part of it)."""
+    its first N shards only (deep labels paid for part of it); ``DIR@A:B``: its shards A to B - 1."""
     labeller: str = "ply:2"
     model: str = ""
     """The labelling model; default ``[generation] labelling_model``."""
