@@ -285,6 +285,13 @@ def test_cli_relabel(tmp_path, capsys):
                  "checkpoints/bgtrain-plus.pt", "--labeller", "ply:0", "--no-progress"]) == 0
     assert "6 positions of" in capsys.readouterr().out
     assert read_manifest(tmp_path / "first")["relabelled"]["first_shards"] == 1
+    # SOURCE@A:B: its shards A to B - 1, here the second alone.
+    assert main(["dataset", "relabel", f"{source}@1:2", "--out", str(tmp_path / "second"), "--model",
+                 "checkpoints/bgtrain-plus.pt", "--labeller", "ply:0", "--no-progress"]) == 0
+    assert "6 positions of" in capsys.readouterr().out
+    assert read_manifest(tmp_path / "second")["relabelled"]["shard_range"] == [1, 2]
+    assert main(["dataset", "relabel", f"{source}@1:3", "--out", str(tmp_path / "past"), "--labeller", "ply:0"]) == 2
+    assert "has only 1 of its 1 to 2 shards complete" in capsys.readouterr().err
     assert main(["dataset", "relabel", f"{source}@5", "--out", str(tmp_path / "five"), "--labeller", "ply:0"]) == 2
     assert "has only 2 of its first 5 shards" in capsys.readouterr().err
 

@@ -29,7 +29,8 @@ size and sha256 its manifest records and writes a damaged or missing one again, 
 
 ``relabel`` labels the positions of an existing dataset again (those of ``--kinds``, all by default)
 with another model or labeller, shard for shard (``bgtrain.datasets.relabel``): a stronger teacher for
-positions already found (``SOURCE@N``: its first N shards only; ``SOURCE@A:B``: its shards A to B - 1). It resumes after a kill the same way.
+positions already found (``SOURCE@N``: its first N shards only; ``SOURCE@A:B``: its shards A to B - 1).
+It resumes after a kill the same way.
 
 ``plays`` takes, for each position of SOURCE, a roll and the positions after its ``--top`` best plays by
 the model's 0-ply and about ``--others`` more of the rest (``bgtrain.datasets.plays``), and labels them:
@@ -94,11 +95,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--no-progress", action="store_true")
     add_executor_arguments(generate, work_dir=False)
     relabel = actions.add_parser("relabel", help="label an existing dataset's positions again")
-    add_source_arguments(relabel, "the dataset whose positions are labelled (DIR@N: its first N shards only; DIR@A:B: shards A to B-1)",
+    add_source_arguments(relabel, "the dataset whose positions are labelled (DIR@N: its first N shards only; "
+                         "DIR@A:B: its shards A to B-1)",
                          f"model that labels (default {DEFAULT_TEACHER}, as for generate)", "ply:1")
     add_executor_arguments(relabel, work_dir=False)
     plays = actions.add_parser("plays", help="the positions after the plays a teacher ranks, labelled")
-    add_source_arguments(plays, "the dataset whose positions' plays are taken (DIR@N: its first N shards only)",
+    add_source_arguments(plays, "the dataset whose positions' plays are taken (DIR@N: its first N shards only; "
+                         "DIR@A:B: its shards A to B-1)",
                          f"model that ranks the plays and labels (default {DEFAULT_TEACHER})", "ply:0")
     plays.add_argument("--top", type=int, default=6, help="best plays kept per position (by the model's 0-ply)")
     plays.add_argument("--others", type=float, default=3.0, help="about this many of the other plays kept, drawn")
