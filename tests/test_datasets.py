@@ -91,7 +91,7 @@ def test_the_first_shards_of_a_dataset(tmp_path, evaluator):
     last_two = load_datasets([f"{tmp_path / 'data'}@1:3"])
     assert [shard["index"] for shard in last_two.sources[0]["shards"]] == [1, 2]
     assert len(last_two) == 30 and torch.equal(last_two.positions, whole.positions[20:])
-    with pytest.raises(ValueError, match="has only 2 of its 1 to 3 shards complete"):
+    with pytest.raises(ValueError, match="has only 2 of its shards 1 to 3 complete"):
         load_datasets([f"{tmp_path / 'data'}@1:4"])
 
 
@@ -291,7 +291,7 @@ def test_cli_relabel(tmp_path, capsys):
     assert "6 positions of" in capsys.readouterr().out
     assert read_manifest(tmp_path / "second")["relabelled"]["shard_range"] == [1, 2]
     assert main(["dataset", "relabel", f"{source}@1:3", "--out", str(tmp_path / "past"), "--labeller", "ply:0"]) == 2
-    assert "has only 1 of its 1 to 2 shards complete" in capsys.readouterr().err
+    assert "has only 1 of its shards 1 to 2 complete" in capsys.readouterr().err
     assert main(["dataset", "relabel", f"{source}@5", "--out", str(tmp_path / "five"), "--labeller", "ply:0"]) == 2
     assert "has only 2 of its first 5 shards" in capsys.readouterr().err
 

@@ -222,8 +222,8 @@ def shards_in(spec: str | Path, entries: list[dict[str, Any]], wanted: range) ->
     """The manifest entries of the shards ``wanted`` names, all of which must be complete."""
     kept = [entry for entry in entries if entry["index"] in wanted]
     if len(kept) < len(wanted):
-        which = f"its first {wanted.stop}" if wanted.start == 0 else f"its {wanted.start} to {wanted.stop - 1}"
-        raise ValueError(f"{spec}: has only {len(kept)} of {which} shards complete")
+        which = f"its first {wanted.stop} shards" if wanted.start == 0 else f"its shards {wanted.start} to {wanted.stop - 1}"
+        raise ValueError(f"{spec}: has only {len(kept)} of {which} complete")
     return kept
 
 
