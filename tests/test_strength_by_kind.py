@@ -100,10 +100,10 @@ def test_the_script_measures_on_common_dice(tmp_path, capsys):
 
 def test_the_script_runs_its_work_in_processes_alike():
     script = load_script()
-    for opponent in ("heuristic", "random"):  # a random agent draws from each chunk's own stream
-        one = script.measure("pubeval", opponent, ["contact"], 120, seed=3, chunk_pairs=20, workers=1)
-        two = script.measure("pubeval", opponent, ["contact"], 120, seed=3, chunk_pairs=20, workers=2)
-        assert one["runs"] == two["runs"] and one["runs"][1]["pairs_changed"] > 0
+    # A random opponent draws from each chunk's own stream: the harder case of the two kinds of agent.
+    one = script.measure("pubeval", "random", ["contact"], 120, seed=3, chunk_pairs=20, workers=1)
+    two = script.measure("pubeval", "random", ["contact"], 120, seed=3, chunk_pairs=20, workers=2)
+    assert one["runs"] == two["runs"] and one["runs"][1]["pairs_changed"] > 0
 
 
 def test_an_unknown_kind_is_one_line(capsys):

@@ -48,7 +48,8 @@ def config_for(dataset, out, *overrides):
 
 def test_overfits_a_tiny_dataset(tmp_path, tiny_dataset):
     config = config_for(tiny_dataset, tmp_path / "fit", "supervised.epochs=150", "supervised.batch_size=32", "supervised.checkpoint_every_epochs=1000",
-                        "supervised.learning_rate=2e-2", "supervised.loss=mse", "supervised.weight_decay=0.0")
+                        "supervised.learning_rate=2e-2", "supervised.loss=mse", "supervised.weight_decay=0.0",
+                        "evaluation.benchmark=false")  # 150 benchmark scorings would be most of the test's time
     final = train(config, progress=False)
     loaded = load_model(final)
     network, payload = loaded.model, loaded.payload
