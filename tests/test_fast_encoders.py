@@ -183,6 +183,9 @@ def test_threads_split_the_rows_without_changing_them():
     assert_identical(three, one, boards, "3 threads")
 
 
+# Tracing is the point here: its deprecation notice is expected, and so is its note on the fast path's shape check
+# (`fast_encoders.applies`), whose answer does not matter under tracing, which takes the torch code either way.
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace` is deprecated", "ignore::torch.jit.TracerWarning")
 def test_traced_and_other_inputs_take_the_torch_code():
     # Traced, the encoder must record its tensor operations: a kernel call would leave a constant.
     traced = torch.jit.trace(lambda board: ENCODERS["gnubg_race"].encode(board, STANDARD), random_boards(8, seed=1),
